@@ -1,0 +1,55 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrorClass says which layer handles a failed model call.
+type ErrorClass string
+
+const (
+	// ClassRateLimited: the provider refused for load on our account (429).
+	// The run pauses until RetryAfter.
+	ClassRateLimited ErrorClass = "rate_limited"
+	// ClassOverloaded: the provider is overloaded (529, 503). The run pauses.
+	ClassOverloaded ErrorClass = "overloaded"
+	// ClassServer: a 5xx from the provider. The run pauses.
+	ClassServer ErrorClass = "server"
+	// ClassNetwork: the request did not complete. The run pauses.
+	ClassNetwork ErrorClass = "network"
+	// ClassBadRequest: a 400-class error. Our request is wrong; retrying
+	// cannot help, so the run fails.
+	ClassBadRequest ErrorClass = "bad_request"
+)
+
+// Error is a failed model call, after the provider SDK's own retries.
+type Error struct {
+	Class      ErrorClass
+	StatusCode int
+	// RetryAfter is the provider's retry-after hint, zero if none was given.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	if e.StatusCode != 0 {
+		return fmt.Sprintf("model %s (HTTP %d): %v", e.Class, e.StatusCode, e.Err)
+	}
+	return fmt.Sprintf("model %s: %v", e.Class, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Transient reports whether waiting and calling again may succeed.
+func (e *Error) Transient() bool { return e.Class != ClassBadRequest }
+
+// ClassOf returns the class of err, and false if err is not a *Error.
+func ClassOf(err error) (*Error, bool) {
+	var me *Error
+	if errors.As(err, &me) {
+		return me, true
+	}
+	return nil, false
+}
