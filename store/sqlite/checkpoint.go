@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	_ "embed"
+
+	"github.com/belayrun/belay/store"
+)
+
+//go:embed query/run_checkpoint.sql
+var runCheckpointSQL string
+
+// Checkpoint writes one step in one savepoint of the writer's transaction:
+// the run's new state first, fenced by its lease, then the messages and
+// events it appends and the effects it settles. If the fence does not match
+// or any part fails, nothing of it is written.
+func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error {
+	err := s.writer.do(ctx, checkpointBytes(p), func(ctx context.Context, tx *writeTx) error {
+		u := p.Run
+		res, err := tx.ExecContext(ctx, runCheckpointSQL,
+			sql.Named("id", p.Fence.RunID),
+			sql.Named("owner", p.Fence.Owner),
+			sql.Named("epoch", p.Fence.Epoch),
+			sql.Named("status", string(u.Status)),
+			sql.Named("step", u.Step),
+			sql.Named("message_count", u.Messages),
+			sql.Named("input_tokens", u.InputTokens),
+			sql.Named("output_tokens", u.OutputTokens),
+			sql.Named("model_calls", u.ModelCalls),
+			sql.Named("cost_nano_usd", u.CostNanoUSD),
+			sql.Named("plan", []byte(u.Plan)),
+			sql.Named("guard", []byte(u.Guard)),
+			sql.Named("resume_after", nanos(u.ResumeAfter)),
+			sql.Named("stop_reason", u.StopReason),
+			sql.Named("stop_detail", u.StopDetail),
+			sql.Named("final", u.Final),
+			sql.Named("lease_expires", nanos(u.LeaseExpires)),
+			sql.Named("now", nanos(p.Now)),
+		)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(res); err != nil {
+			return err
+		}
+		if err := insertMessages(ctx, tx, p.Fence.RunID, p.Messages); err != nil {
+			return err
+		}
+		if err := insertEvents(ctx, tx, p.Fence.RunID, p.Events); err != nil {
+			return err
+		}
+		return settleEffects(ctx, tx, p.Now, p.Effects)
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint run %s: %w", p.Fence.RunID, err)
+	}
+	return nil
+}
+
+func checkpointBytes(p store.CheckpointParams) int64 {
+	n := int64(len(p.Run.Plan) + len(p.Run.Guard) + len(p.Run.Final))
+	for _, m := range p.Messages {
+		n += int64(len(m.Content))
+	}
+	for _, e := range p.Effects {
+		n += int64(len(e.Result))
+	}
+	return n + eventBytes(p.Events)
+}

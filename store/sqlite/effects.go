@@ -1,0 +1,173 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "embed"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/run_fenced.sql
+	runFencedSQL string
+	//go:embed query/effect_get.sql
+	effectGetSQL string
+	//go:embed query/effect_insert.sql
+	effectInsertSQL string
+	//go:embed query/effect_retry.sql
+	effectRetrySQL string
+	//go:embed query/effect_restart.sql
+	effectRestartSQL string
+	//go:embed query/effect_settle.sql
+	effectSettleSQL string
+	//go:embed query/effect_list.sql
+	effectListSQL string
+)
+
+// BeginEffect records the intent of a side effect under the run's lease.
+// A new intent starts pending at attempt 1. An existing key with the same
+// arguments is returned with existed true; if its outcome is not known yet
+// its attempts grow by one, since the caller is about to call again. The
+// events are written whenever the call succeeds.
+func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (store.Effect, bool, error) {
+	in := p.Effect
+	var (
+		effect  store.Effect
+		existed bool
+	)
+	bytes := int64(len(in.Args)+len(in.Result)) + eventBytes(p.Events)
+	err := s.writer.do(ctx, bytes, func(ctx context.Context, tx *writeTx) error {
+		var fenced int
+		err := tx.QueryRowContext(ctx, runFencedSQL,
+			sql.Named("id", p.Fence.RunID),
+			sql.Named("owner", p.Fence.Owner),
+			sql.Named("epoch", p.Fence.Epoch),
+		).Scan(&fenced)
+		if err != nil {
+			return err
+		}
+		if fenced == 0 {
+			return store.ErrLeaseLost
+		}
+
+		cur, err := scanEffect(tx.QueryRowContext(ctx, effectGetSQL,
+			sql.Named("tenant", in.Tenant),
+			sql.Named("key", in.Key),
+		))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			effect, err = scanEffect(tx.QueryRowContext(ctx, effectInsertSQL,
+				sql.Named("tenant", in.Tenant),
+				sql.Named("key", in.Key),
+				sql.Named("run_id", p.Fence.RunID),
+				sql.Named("tool", in.Tool),
+				sql.Named("args_hash", in.ArgsHash),
+				sql.Named("args", []byte(in.Args)),
+				sql.Named("result", []byte(in.Result)),
+				sql.Named("step", in.Step),
+				sql.Named("now", nanos(p.Now)),
+			))
+		case err != nil:
+			return err
+		case cur.ArgsHash != in.ArgsHash:
+			return fmt.Errorf("key %q: %w", in.Key, store.ErrEffectConflict)
+		case cur.State == store.EffectDone:
+			effect, existed = cur, true
+		case cur.State == store.EffectFailed:
+			effect, err = scanEffect(tx.QueryRowContext(ctx, effectRestartSQL,
+				sql.Named("tenant", in.Tenant),
+				sql.Named("key", in.Key),
+				sql.Named("step", in.Step),
+				sql.Named("now", nanos(p.Now)),
+			))
+		default:
+			existed = true
+			effect, err = scanEffect(tx.QueryRowContext(ctx, effectRetrySQL,
+				sql.Named("tenant", in.Tenant),
+				sql.Named("key", in.Key),
+				sql.Named("now", nanos(p.Now)),
+			))
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, p.Fence.RunID, p.Events)
+	})
+	if err != nil {
+		return store.Effect{}, false, fmt.Errorf("begin effect %s: %w", in.Key, err)
+	}
+	return effect, existed, nil
+}
+
+// Effects returns the ledger rows of a run in the order they were begun. An
+// empty tenant matches any.
+func (s *Store) Effects(ctx context.Context, tenant, runID string) ([]store.Effect, error) {
+	rows, err := s.read.QueryContext(ctx, effectListSQL,
+		sql.Named("tenant", tenant),
+		sql.Named("run_id", runID),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("effects of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var es []store.Effect
+	for rows.Next() {
+		e, err := scanEffect(rows)
+		if err != nil {
+			return nil, fmt.Errorf("effects of run %s: %w", runID, err)
+		}
+		es = append(es, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("effects of run %s: %w", runID, err)
+	}
+	return es, nil
+}
+
+// settleEffects records outcomes. Settling a key that was never begun is an
+// error: its intent would be missing from the ledger.
+func settleEffects(ctx context.Context, tx *writeTx, now time.Time, us []store.EffectUpdate) error {
+	for _, u := range us {
+		res, err := tx.ExecContext(ctx, effectSettleSQL,
+			sql.Named("tenant", u.Tenant),
+			sql.Named("key", u.Key),
+			sql.Named("state", string(u.State)),
+			sql.Named("result", []byte(u.Result)),
+			sql.Named("now", nanos(now)),
+		)
+		if err != nil {
+			return fmt.Errorf("settle effect %s: %w", u.Key, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("settle effect %s: %w", u.Key, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("settle effect %s: %w", u.Key, store.ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// scanEffect reads the columns every effect query selects, in their order.
+func scanEffect(row scanner) (store.Effect, error) {
+	var (
+		e           store.Effect
+		created, up int64
+	)
+	err := row.Scan(
+		&e.Tenant, &e.Key, &e.RunID, &e.Tool, &e.ArgsHash, (*[]byte)(&e.Args),
+		(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts, &created, &up,
+	)
+	if err != nil {
+		return store.Effect{}, err
+	}
+	e.CreatedAt = fromNanos(created)
+	e.UpdatedAt = fromNanos(up)
+	return e, nil
+}

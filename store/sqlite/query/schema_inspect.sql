@@ -1,0 +1,4 @@
+SELECT
+    (SELECT application_id FROM pragma_application_id()),
+    (SELECT user_version FROM pragma_user_version()),
+    (SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%');

@@ -1,0 +1,267 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "embed"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/run_insert.sql
+	runInsertSQL string
+	//go:embed query/run_get.sql
+	runGetSQL string
+	//go:embed query/run_get_by_request.sql
+	runGetByRequestSQL string
+	//go:embed query/run_list.sql
+	runListSQL string
+	//go:embed query/run_due.sql
+	runDueSQL string
+	//go:embed query/run_claim.sql
+	runClaimSQL string
+	//go:embed query/run_take_over.sql
+	runTakeOverSQL string
+	//go:embed query/run_renew_lease.sql
+	runRenewLeaseSQL string
+)
+
+// CreateRun inserts a queued run, or returns the existing run of the same
+// (Tenant, User, ClientRequestID) with created false. Its events are written
+// only with a new run.
+func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.Run, bool, error) {
+	if p.ID == "" {
+		return store.Run{}, false, errors.New("create run: empty id")
+	}
+	var (
+		run     store.Run
+		created bool
+	)
+	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
+		if p.ClientRequestID != "" {
+			r, err := scanRun(tx.QueryRowContext(ctx, runGetByRequestSQL,
+				sql.Named("tenant", p.Tenant),
+				sql.Named("user", p.User),
+				sql.Named("client_request_id", p.ClientRequestID),
+			))
+			if err == nil {
+				run, created = r, false
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		r, err := scanRun(tx.QueryRowContext(ctx, runInsertSQL,
+			sql.Named("id", p.ID),
+			sql.Named("tenant", p.Tenant),
+			sql.Named("user", p.User),
+			sql.Named("client_request_id", p.ClientRequestID),
+			sql.Named("agent", p.Agent),
+			sql.Named("agent_version", p.AgentVersion),
+			sql.Named("input", p.Input),
+			sql.Named("dry_run", p.DryRun),
+			sql.Named("now", nanos(p.Now)),
+		))
+		if err != nil {
+			return err
+		}
+		if err := insertEvents(ctx, tx, r.ID, p.Events); err != nil {
+			return err
+		}
+		run, created = r, true
+		return nil
+	})
+	if err != nil {
+		return store.Run{}, false, fmt.Errorf("create run %s: %w", p.ID, err)
+	}
+	return run, created, nil
+}
+
+// GetRun returns a run of a tenant. An empty tenant matches any, for
+// operator tools.
+func (s *Store) GetRun(ctx context.Context, tenant, id string) (store.Run, error) {
+	r, err := scanRun(s.read.QueryRowContext(ctx, runGetSQL,
+		sql.Named("id", id),
+		sql.Named("tenant", tenant),
+	))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs ordered by ID. An empty tenant matches any.
+func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run, error) {
+	limit := int64(p.Limit)
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.read.QueryContext(ctx, runListSQL,
+		sql.Named("tenant", p.Tenant),
+		sql.Named("status", string(p.Status)),
+		sql.Named("agent", p.Agent),
+		sql.Named("since", nanos(p.Since)),
+		sql.Named("after", p.After),
+		sql.Named("limit", limit),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// ClaimRuns leases up to Limit due runs to an owner, oldest update first.
+func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store.Run, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	var runs []store.Run
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		rows, err := tx.QueryContext(ctx, runDueSQL,
+			sql.Named("now", nanos(p.Now)),
+			sql.Named("limit", p.Limit),
+		)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		runs = make([]store.Run, 0, len(ids))
+		for _, id := range ids {
+			r, err := scanRun(tx.QueryRowContext(ctx, runClaimSQL,
+				sql.Named("id", id),
+				sql.Named("owner", p.Owner),
+				sql.Named("expires", nanos(p.Now.Add(p.TTL))),
+				sql.Named("now", nanos(p.Now)),
+			))
+			if err != nil {
+				return err
+			}
+			runs = append(runs, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	return runs, nil
+}
+
+// TakeOver leases a running run to a new owner if it is still at p.Epoch.
+func (s *Store) TakeOver(ctx context.Context, p store.TakeOverParams) (store.Run, error) {
+	var run store.Run
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		r, err := scanRun(tx.QueryRowContext(ctx, runTakeOverSQL,
+			sql.Named("id", p.RunID),
+			sql.Named("epoch", p.Epoch),
+			sql.Named("owner", p.Owner),
+			sql.Named("expires", nanos(p.Now.Add(p.TTL))),
+			sql.Named("now", nanos(p.Now)),
+		))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrLeaseLost
+		}
+		run = r
+		return err
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("take over run %s: %w", p.RunID, err)
+	}
+	return run, nil
+}
+
+// RenewLease moves the lease's expiry to expires.
+func (s *Store) RenewLease(ctx context.Context, f store.Fence, expires time.Time) error {
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		res, err := tx.ExecContext(ctx, runRenewLeaseSQL,
+			sql.Named("id", f.RunID),
+			sql.Named("owner", f.Owner),
+			sql.Named("epoch", f.Epoch),
+			sql.Named("expires", nanos(expires)),
+		)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return fmt.Errorf("renew lease of run %s: %w", f.RunID, err)
+	}
+	return nil
+}
+
+// mustAffect turns a fenced statement that matched no row into ErrLeaseLost.
+func mustAffect(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrLeaseLost
+	}
+	return nil
+}
+
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// scanRun reads the columns every run query selects, in their order.
+func scanRun(row scanner) (store.Run, error) {
+	var (
+		r                                      store.Run
+		leaseExpires, resumeAfter, created, up int64
+	)
+	err := row.Scan(
+		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun,
+		(*string)(&r.Status), &r.Step, &r.Messages,
+		&r.InputTokens, &r.OutputTokens, &r.ModelCalls, &r.CostNanoUSD,
+		(*[]byte)(&r.Plan), (*[]byte)(&r.Guard),
+		&r.LeaseOwner, &leaseExpires, &r.LeaseEpoch, &resumeAfter,
+		&r.StopReason, &r.StopDetail, &r.Final, &created, &up,
+	)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.LeaseExpires = fromNanos(leaseExpires)
+	r.ResumeAfter = fromNanos(resumeAfter)
+	r.CreatedAt = fromNanos(created)
+	r.UpdatedAt = fromNanos(up)
+	return r, nil
+}
+
+func scanRuns(rows *sql.Rows) ([]store.Run, error) {
+	defer rows.Close()
+	var runs []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}

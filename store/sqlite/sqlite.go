@@ -1,0 +1,237 @@
+// Package sqlite is Belay's embedded store: one SQLite file, no server, a
+// pure-Go driver (modernc.org/sqlite).
+//
+// All writes go through one connection owned by a writer goroutine that
+// group-commits them: the requests waiting when a transaction starts share it,
+// so many runs checkpointing at once cost one fsync, not one each. Reads use a
+// separate pool; the file is in WAL mode, so they never wait for the writer.
+//
+// A write returns once its transaction has committed. If its context ends
+// while it waits, it returns the context's error, but a write the writer had
+// already taken may still commit.
+//
+// Several processes may open the same file: write transactions take the
+// write lock up front (BEGIN IMMEDIATE) and wait for it up to BusyTimeout.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "embed"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/belayrun/belay/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// readConns bounds the read pool. Reads are short; more connections than
+// this mostly add memory.
+const readConns = 4
+
+// Config configures a Store. The zero value is ready to use.
+type Config struct {
+	// Synchronous is SQLite's synchronous pragma: OFF, NORMAL, FULL or EXTRA.
+	// Default FULL: Belay promises that an acknowledged step survives power
+	// loss, and in WAL mode NORMAL may lose the last commits.
+	Synchronous string
+
+	// BusyTimeout is how long a write waits for another process holding the
+	// file's write lock before failing with "database is locked". Default 5s.
+	BusyTimeout time.Duration
+
+	// MaxBatch caps how many write requests share one transaction. Default
+	// 256.
+	MaxBatch int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Synchronous == "" {
+		c.Synchronous = "FULL"
+	}
+	if c.BusyTimeout == 0 {
+		c.BusyTimeout = 5 * time.Second
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 256
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch strings.ToUpper(c.Synchronous) {
+	case "OFF", "NORMAL", "FULL", "EXTRA":
+	default:
+		return fmt.Errorf("synchronous %q: want OFF, NORMAL, FULL or EXTRA", c.Synchronous)
+	}
+	if c.BusyTimeout < time.Millisecond {
+		return fmt.Errorf("busy timeout %s: want at least 1ms", c.BusyTimeout)
+	}
+	if c.MaxBatch < 1 {
+		return fmt.Errorf("max batch %d: want at least 1", c.MaxBatch)
+	}
+	return nil
+}
+
+// Store is a Belay database in one SQLite file.
+type Store struct {
+	writer *writer
+	read   *sql.DB
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Stats counts the work of a Store since Open.
+type Stats struct {
+	// Commits is the number of transactions the writer committed.
+	Commits int64
+	// Writes is the number of write requests executed. With group commit it
+	// exceeds Commits.
+	Writes int64
+	// BytesWritten approximates the payload bytes written: message content,
+	// event data, run plan, guard and final answer, effect arguments and
+	// results.
+	BytesWritten int64
+}
+
+// Open opens the Belay database at path, creating it if it does not exist
+// and migrating it to the schema this binary knows.
+//
+// A file that is not SQLite, a SQLite file of another application
+// (store.ErrNotBelay) and a Belay file of a newer schema
+// (store.ErrSchemaTooNew) are refused without being modified.
+func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+
+	ms, err := migrations()
+	if err != nil {
+		return nil, err
+	}
+	// Connections of the writer and the read pool switch the file to WAL,
+	// which rewrites its header, so the file is inspected first by a
+	// connection that only reads.
+	if err := probe(ctx, path, cfg, len(ms)); err != nil {
+		return nil, err
+	}
+
+	w, err := openWriter(ctx, path, cfg, ms)
+	if err != nil {
+		return nil, err
+	}
+	read, err := sql.Open("sqlite", readerDSN(path, cfg))
+	if err != nil {
+		w.close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	read.SetMaxOpenConns(readConns)
+	read.SetMaxIdleConns(readConns)
+	return &Store{writer: w, read: read}, nil
+}
+
+// Close stops the writer after the batch in flight, then closes the
+// database. Writes made after Close fail with ErrClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.writer.close(), s.read.Close())
+	})
+	return s.closeErr
+}
+
+// Stats returns the counters since Open.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Commits:      s.writer.commits.Load(),
+		Writes:       s.writer.writes.Load(),
+		BytesWritten: s.writer.bytes.Load(),
+	}
+}
+
+//go:embed query/wal_checkpoint.sql
+var walCheckpointSQL string
+
+//go:embed query/size.sql
+var sizeSQL string
+
+// Size returns the size of the database in bytes, after folding the WAL back
+// into the main file.
+func (s *Store) Size(ctx context.Context) (int64, error) {
+	// The checkpoint does not fail when a reader in another process holds it
+	// back; the size is then that of the pages checkpointed so far.
+	var busy, logPages, done int64
+	if err := s.read.QueryRowContext(ctx, walCheckpointSQL).Scan(&busy, &logPages, &done); err != nil {
+		return 0, fmt.Errorf("checkpoint wal: %w", err)
+	}
+	var n int64
+	if err := s.read.QueryRowContext(ctx, sizeSQL).Scan(&n); err != nil {
+		return 0, fmt.Errorf("database size: %w", err)
+	}
+	return n, nil
+}
+
+// pragmas run on every new connection, before its first statement.
+func pragmas(cfg Config) url.Values {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+strings.ToUpper(cfg.Synchronous)+")")
+	q.Add("_pragma", "foreign_keys(ON)")
+	return q
+}
+
+// writerDSN makes every transaction of the writer BEGIN IMMEDIATE: it takes
+// the write lock before reading, so a transaction never has to upgrade a
+// read lock another process has invalidated.
+func writerDSN(path string, cfg Config) string {
+	q := pragmas(cfg)
+	q.Set("_txlock", "immediate")
+	return fileURI(path, q)
+}
+
+func readerDSN(path string, cfg Config) string {
+	q := pragmas(cfg)
+	q.Add("_pragma", "query_only(ON)")
+	return fileURI(path, q)
+}
+
+// probeDSN leaves out journal_mode, which would rewrite the header of a
+// file that is not ours yet.
+func probeDSN(path string, cfg Config) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "query_only(ON)")
+	return fileURI(path, q)
+}
+
+// fileURI escapes path so that characters such as '?' and '#' stay part of
+// the file name.
+func fileURI(path string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: path, OmitHost: true, RawQuery: q.Encode()}
+	return u.String()
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}

@@ -1,0 +1,227 @@
+package sqlite
+
+import (
+	"bytes"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openTest(t, filepath.Join(t.TempDir(), "belay.db"))
+	})
+}
+
+func openTest(t testing.TB, path string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), path, Config{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// checkUnchanged fails if Open changed the file.
+func checkUnchanged(t *testing.T, path string, want []byte) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("Open changed %s", path)
+	}
+}
+
+func TestOpenCorrupt(t *testing.T) {
+	t.Parallel()
+	for _, size := range []int{1, 100, 8192} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "belay.db")
+			junk := make([]byte, size)
+			rand.Read(junk)
+			if err := os.WriteFile(path, junk, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(t.Context(), path, Config{})
+			if err == nil {
+				s.Close()
+				t.Fatal("Open of random bytes: no error")
+			}
+			for _, want := range []string{path, "is not a SQLite database", "move it aside"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			checkUnchanged(t, path, junk)
+		})
+	}
+}
+
+func TestOpenForeign(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('hello')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(t.Context(), path, Config{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of another application's database: no error")
+	}
+	if !errors.Is(err, store.ErrNotBelay) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Open: %v, want ErrNotBelay naming the file", err)
+	}
+	checkUnchanged(t, path, before)
+}
+
+func TestOpenSchemaTooNew(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	s, err := Open(t.Context(), path, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 999"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(t.Context(), path, Config{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a newer schema: no error")
+	}
+	if !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Errorf("Open: %v, want ErrSchemaTooNew", err)
+	}
+	for _, want := range []string{"schema 999", "this binary knows 1", "upgrade belay"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+func TestReopen(t *testing.T) {
+	t.Parallel()
+	// A space and a '?' must stay part of the file name.
+	path := filepath.Join(t.TempDir(), "my belay?.db")
+	s, err := Open(t.Context(), path, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := s.CreateRun(t.Context(), store.CreateRunParams{ID: "r1", Tenant: "t", Agent: "a", Now: time.Unix(1, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database not at its path: %v", err)
+	}
+
+	s = openTest(t, path)
+	got, err := s.GetRun(t.Context(), "t", "r1")
+	if err != nil {
+		t.Fatalf("GetRun after reopen: %v", err)
+	}
+	if got.ID != run.ID || !got.CreatedAt.Equal(run.CreatedAt) {
+		t.Errorf("run after reopen: %+v, want %+v", got, run)
+	}
+}
+
+func TestOpenConcurrentNewFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { openTest(t, path) })
+	}
+	wg.Wait()
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	for _, cfg := range []Config{
+		{Synchronous: "SOMETIMES"},
+		{BusyTimeout: -time.Second},
+		{MaxBatch: -1},
+	} {
+		if s, err := Open(t.Context(), path, cfg); err == nil {
+			s.Close()
+			t.Errorf("Open with %+v: no error", cfg)
+		}
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an invalid config created the file: %v", err)
+	}
+	s, err := Open(t.Context(), path, Config{Synchronous: "normal", MaxBatch: 1})
+	if err != nil {
+		t.Fatalf("Open with a valid config: %v", err)
+	}
+	s.Close()
+}
+
+func TestClosed(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "belay.db"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	_, _, err = s.CreateRun(t.Context(), store.CreateRunParams{ID: "r1"})
+	if !errors.Is(err, ErrClosed) {
+		t.Errorf("CreateRun after Close: %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,255 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+)
+
+// ErrClosed is returned by writes made after Close.
+var ErrClosed = errors.New("sqlite store closed")
+
+// Each request of a batch runs inside this savepoint, so a request that fails
+// (a fenced-off checkpoint, say) is undone without aborting the others.
+const (
+	savepointSQL = "SAVEPOINT request"
+	rollbackSQL  = "ROLLBACK TO request"
+	releaseSQL   = "RELEASE request"
+)
+
+// writer owns the only connection that writes and group-commits the
+// requests sent to it.
+type writer struct {
+	// db has one connection, used only by the writer goroutine once Open
+	// returns.
+	db       *sql.DB
+	stmts    map[string]*sql.Stmt
+	maxBatch int
+
+	// requests is unbuffered: a request is either taken by the writer, which
+	// then always replies, or never sent.
+	requests chan *request
+	stop     chan struct{}
+	done     chan struct{}
+
+	commits atomic.Int64
+	writes  atomic.Int64
+	bytes   atomic.Int64
+}
+
+// request is one write: fn runs inside the batch's transaction.
+type request struct {
+	// ctx is the caller's, carried like an http.Request's: a request whose
+	// caller has given up before its turn is skipped.
+	ctx context.Context
+	fn  func(ctx context.Context, tx *writeTx) error
+	// bytes is the payload the request writes, for Stats.
+	bytes int64
+	// err is buffered so that the writer never waits for a caller that has
+	// given up.
+	err chan error
+}
+
+// openWriter opens the write connection, migrates the database and starts
+// the writer goroutine.
+func openWriter(ctx context.Context, path string, cfg Config, ms []migration) (*writer, error) {
+	db, err := sql.Open("sqlite", writerDSN(path, cfg))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	w := &writer{
+		db:       db,
+		stmts:    make(map[string]*sql.Stmt, len(writeQueries)),
+		maxBatch: cfg.MaxBatch,
+		requests: make(chan *request),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if err := migrate(ctx, db, path, ms); err != nil {
+		db.Close()
+		return nil, err
+	}
+	for _, q := range writeQueries {
+		// The driver caches a statement only if nothing follows it, not
+		// even the file's final newline.
+		stmt, err := db.PrepareContext(ctx, strings.TrimSpace(q))
+		if err != nil {
+			w.closeDB()
+			return nil, fmt.Errorf("open %s: prepare: %w", path, err)
+		}
+		w.stmts[q] = stmt
+	}
+	go w.run()
+	return w, nil
+}
+
+// do runs fn in the writer's next transaction and returns once that
+// transaction has committed, or failed. If ctx ends first do returns its
+// error, but a request the writer has already taken may still commit.
+func (w *writer) do(ctx context.Context, bytes int64, fn func(ctx context.Context, tx *writeTx) error) error {
+	r := &request{ctx: ctx, fn: fn, bytes: bytes, err: make(chan error, 1)}
+	select {
+	case w.requests <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.stop:
+		return ErrClosed
+	}
+	select {
+	case err := <-r.err:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run is the writer goroutine. It takes every request waiting, up to
+// maxBatch, commits them in one transaction, replies, and starts over. It
+// exits when stop is closed, never with a request taken and not replied to.
+func (w *writer) run() {
+	defer close(w.done)
+	batch := make([]*request, 0, w.maxBatch)
+	errs := make([]error, 0, w.maxBatch)
+	for {
+		select {
+		case r := <-w.requests:
+			batch = append(batch, r)
+		case <-w.stop:
+			return
+		}
+	fill:
+		for len(batch) < w.maxBatch {
+			select {
+			case r := <-w.requests:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+
+		errs = errs[:len(batch)]
+		w.commit(batch, errs)
+		// Replies go out only now, so that no caller hears of success
+		// before the transaction is durable.
+		for i, r := range batch {
+			if errs[i] == nil {
+				w.bytes.Add(r.bytes)
+			}
+			r.err <- errs[i]
+		}
+		clear(batch)
+		batch = batch[:0]
+	}
+}
+
+// commit runs the batch in one transaction and sets errs[i] to the outcome
+// of batch[i]. If the transaction as a whole fails, nothing of the batch is
+// written and every request fails.
+func (w *writer) commit(batch []*request, errs []error) {
+	clear(errs)
+	if err := w.execute(batch, errs); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+}
+
+// execute runs the batch, recording each request's own failure in errs, and
+// returns an error if the transaction as a whole failed.
+func (w *writer) execute(batch []*request, errs []error) error {
+	// The transaction must not end with one caller's context: it carries
+	// the others' writes too.
+	ctx := context.Background()
+	sqlTx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	tx := &writeTx{tx: sqlTx, stmts: w.stmts}
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, savepointSQL); err != nil {
+			sqlTx.Rollback()
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		w.writes.Add(1)
+		if errs[i] = r.fn(ctx, tx); errs[i] != nil {
+			// A failure SQLite answers by rolling back the whole
+			// transaction (SQLITE_FULL, say) makes this fail too.
+			if _, err := tx.ExecContext(ctx, rollbackSQL); err != nil {
+				sqlTx.Rollback()
+				return fmt.Errorf("roll back to savepoint: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, releaseSQL); err != nil {
+			sqlTx.Rollback()
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	w.commits.Add(1)
+	return nil
+}
+
+// close stops the writer goroutine, waits for it to exit and closes the
+// connection.
+func (w *writer) close() error {
+	close(w.stop)
+	<-w.done
+	return w.closeDB()
+}
+
+func (w *writer) closeDB() error {
+	var errs []error
+	for _, stmt := range w.stmts {
+		errs = append(errs, stmt.Close())
+	}
+	return errors.Join(append(errs, w.db.Close())...)
+}
+
+// writeQueries are prepared once on the writer's connection.
+var writeQueries = []string{
+	savepointSQL, rollbackSQL, releaseSQL,
+	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
+	runRenewLeaseSQL, runCheckpointSQL, runFencedSQL,
+	messageInsertSQL, eventInsertSQL,
+	effectGetSQL, effectInsertSQL, effectRetrySQL, effectSettleSQL,
+}
+
+// writeTx is the batch's transaction as a request sees it. Its statements
+// run prepared: parsing a statement costs more than running it.
+type writeTx struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (t *writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if stmt, ok := t.stmts[query]; ok {
+		return t.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t *writeTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if stmt, ok := t.stmts[query]; ok {
+		return t.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t *writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if stmt, ok := t.stmts[query]; ok {
+		return t.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}

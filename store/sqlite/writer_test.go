@@ -1,0 +1,239 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/belayrun/belay/store"
+)
+
+var t0 = time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
+
+// claimOne creates a run and claims one due run, which is that run unless
+// other goroutines are doing the same.
+func claimOne(t testing.TB, s *Store, id string) store.Run {
+	t.Helper()
+	ctx := t.Context()
+	if _, _, err := s.CreateRun(ctx, store.CreateRunParams{ID: id, Tenant: "t", Agent: "a", Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.ClaimRuns(ctx, store.ClaimRunsParams{Owner: id, Now: t0, TTL: time.Hour, Limit: 1})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("claim: %v, %v", runs, err)
+	}
+	return runs[0]
+}
+
+// step checkpoints the i-th step of a claimed run.
+func step(ctx context.Context, s *Store, r store.Run, i int) error {
+	return s.Checkpoint(ctx, store.CheckpointParams{
+		Fence: store.Fence{RunID: r.ID, Owner: r.LeaseOwner, Epoch: r.LeaseEpoch},
+		Now:   t0.Add(time.Duration(i)),
+		Run: store.RunUpdate{
+			Status: store.StatusRunning, Step: i + 1, Messages: i + 1,
+			Guard:        json.RawMessage(`{"turns":1}`),
+			LeaseExpires: t0.Add(time.Hour),
+		},
+		Messages: []store.Message{{Seq: i, Step: i + 1, Role: "assistant", Content: []byte(`[{"type":"text","text":"ok"}]`), CreatedAt: t0}},
+		Events:   []store.Event{{Step: i + 1, Type: "step", Time: t0, Data: json.RawMessage(`{}`)}},
+	})
+}
+
+func TestGroupCommit(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, filepath.Join(t.TempDir(), "belay.db"))
+	const runs, steps = 64, 4
+	claimed := make([]store.Run, runs)
+	for i := range claimed {
+		claimed[i] = claimOne(t, s, fmt.Sprintf("run-%02d", i))
+	}
+	before := s.Stats()
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, r := range claimed {
+		wg.Go(func() {
+			<-start
+			for i := range steps {
+				if err := step(t.Context(), s, r, i); err != nil {
+					t.Errorf("Checkpoint: %v", err)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	st := s.Stats()
+	commits, writes := st.Commits-before.Commits, st.Writes-before.Writes
+	if writes != runs*steps {
+		t.Errorf("writes %d, want %d", writes, runs*steps)
+	}
+	if commits >= writes {
+		t.Errorf("%d commits for %d writes: no batching", commits, writes)
+	}
+	t.Logf("%d checkpoints in %d commits", writes, commits)
+	if st.BytesWritten <= before.BytesWritten {
+		t.Errorf("BytesWritten did not grow: %d", st.BytesWritten)
+	}
+	size, err := s.Size(t.Context())
+	if err != nil {
+		t.Fatalf("Size: %v", err)
+	}
+	if size < 4096 {
+		t.Errorf("Size %d: smaller than a page", size)
+	}
+}
+
+// Two processes share one file: each has its own writer, and neither may see
+// "database is locked".
+func TestTwoStoresOneFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	stores := []*Store{openTest(t, path), openTest(t, path)}
+
+	const runsEach, steps = 16, 3
+	var wg sync.WaitGroup
+	for si, s := range stores {
+		for i := range runsEach {
+			wg.Go(func() {
+				ctx := t.Context()
+				id := fmt.Sprintf("run-%d-%02d", si, i)
+				if _, _, err := s.CreateRun(ctx, store.CreateRunParams{ID: id, Tenant: "t", Agent: "a", Now: t0}); err != nil {
+					t.Errorf("CreateRun: %v", err)
+					return
+				}
+				// Each goroutine created a run before claiming, so one is
+				// always due.
+				runs, err := s.ClaimRuns(ctx, store.ClaimRunsParams{Owner: id, Now: t0, TTL: time.Hour, Limit: 1})
+				if err != nil || len(runs) != 1 {
+					t.Errorf("ClaimRuns: %v, %v; want one run", ids(runs), err)
+					return
+				}
+				for j := range steps {
+					if err := step(ctx, s, runs[0], j); err != nil {
+						t.Errorf("Checkpoint: %v", err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+
+	// Every run was created once and claimed once, by whichever process
+	// came first.
+	all, err := stores[1].ListRuns(t.Context(), store.ListRunsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2*runsEach {
+		t.Errorf("%d runs, want %d", len(all), 2*runsEach)
+	}
+	for _, r := range all {
+		if r.LeaseEpoch != 1 || r.Step != steps {
+			t.Errorf("run %s: epoch %d, step %d; want 1, %d", r.ID, r.LeaseEpoch, r.Step, steps)
+		}
+	}
+}
+
+func ids(runs []store.Run) []string {
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func TestWriteContext(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, filepath.Join(t.TempDir(), "belay.db"))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, _, err := s.CreateRun(ctx, store.CreateRunParams{ID: "r1", Tenant: "t", Now: t0})
+	if !errors.Is(err, ctx.Err()) {
+		t.Errorf("CreateRun with a canceled context: %v", err)
+	}
+	if _, err := s.GetRun(t.Context(), "", "r1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetRun: %v, want ErrNotFound", err)
+	}
+}
+
+func BenchmarkCheckpoint(b *testing.B) {
+	s := openTest(b, filepath.Join(b.TempDir(), "belay.db"))
+	var n atomic.Int64
+	// Many runs checkpoint at once, as on a busy worker; with one goroutine
+	// per CPU there would be nothing to batch.
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		r := claimOne(b, s, fmt.Sprintf("run-%d", n.Add(1)))
+		for i := 0; pb.Next(); i++ {
+			if err := step(b.Context(), s, r, i); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	st := s.Stats()
+	b.ReportMetric(float64(st.Writes)/float64(max(st.Commits, 1)), "writes/commit")
+}
+
+func TestBatchFails(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, filepath.Join(t.TempDir(), "belay.db"))
+	ctx := t.Context()
+	insert := func(id string) *request {
+		return &request{ctx: ctx, fn: func(ctx context.Context, tx *writeTx) error {
+			_, err := tx.ExecContext(ctx, runInsertSQL,
+				sql.Named("id", id), sql.Named("tenant", "t"), sql.Named("user", ""),
+				sql.Named("client_request_id", ""), sql.Named("agent", "a"), sql.Named("agent_version", ""),
+				sql.Named("input", ""), sql.Named("dry_run", false), sql.Named("now", nanos(t0)))
+			return err
+		}}
+	}
+	boom := errors.New("boom")
+	fails := &request{ctx: ctx, fn: func(ctx context.Context, tx *writeTx) error { return boom }}
+	// Ending the transaction under the writer makes the batch fail as a
+	// whole, as SQLite does on SQLITE_FULL.
+	aborts := &request{ctx: ctx, fn: func(ctx context.Context, tx *writeTx) error {
+		tx.ExecContext(ctx, "ROLLBACK")
+		return boom
+	}}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	skipped := insert("skipped")
+	skipped.ctx = canceled
+
+	// The writer goroutine is idle, waiting for requests, so the batch can
+	// be run here.
+	batch := []*request{insert("kept"), fails, skipped, insert("kept2")}
+	errs := make([]error, len(batch))
+	s.writer.commit(batch, errs)
+	if errs[0] != nil || errs[1] != boom || !errors.Is(errs[2], context.Canceled) || errs[3] != nil {
+		t.Errorf("batch with a failing request: %v", errs)
+	}
+
+	batch = []*request{insert("lost"), aborts, insert("lost2")}
+	errs = make([]error, len(batch))
+	s.writer.commit(batch, errs)
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("request %d of an aborted batch: no error", i)
+		}
+	}
+
+	for id, want := range map[string]bool{"kept": true, "kept2": true, "skipped": false, "lost": false, "lost2": false} {
+		_, err := s.GetRun(ctx, "", id)
+		if got := err == nil; got != want {
+			t.Errorf("run %s written %v, want %v (%v)", id, got, want, err)
+		}
+	}
+}

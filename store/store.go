@@ -1,0 +1,293 @@
+// Package store defines the seam between Belay's runtime and its databases:
+// the row types that cross it and the Store interface each driver implements.
+//
+// The interface is not meant to be implemented outside this module; drivers
+// live in sibling packages (store/sqlite, store/postgres) and all pass the
+// conformance suite in store/storetest.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+var (
+	// ErrNotFound: no row with that id in that tenant.
+	ErrNotFound = errors.New("not found")
+	// ErrLeaseLost: the write was fenced off because another worker claimed
+	// the run at a higher epoch, or the run has ended. Nothing was written.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrEffectConflict: an idempotency key was reused with different
+	// arguments.
+	ErrEffectConflict = errors.New("idempotency key reused with different arguments")
+	// ErrSchemaTooNew: the database was written by a newer Belay.
+	ErrSchemaTooNew = errors.New("database schema is newer than this belay")
+	// ErrNotBelay: the file is not a Belay database.
+	ErrNotBelay = errors.New("not a belay database")
+)
+
+// Status is where a run is in its life.
+type Status string
+
+const (
+	StatusQueued          Status = "queued"
+	StatusRunning         Status = "running"
+	StatusWaitingApproval Status = "waiting_approval"
+	StatusPaused          Status = "paused"
+	StatusDone            Status = "done"
+	StatusFailed          Status = "failed"
+	StatusEscalated       Status = "escalated"
+	StatusCanceled        Status = "canceled"
+)
+
+// Terminal reports whether a run in this status will never run again.
+// Escalated runs are terminal too: a person takes over.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusDone, StatusFailed, StatusEscalated, StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// Run is one row of the runs table.
+type Run struct {
+	ID              string
+	Tenant          string
+	User            string
+	ClientRequestID string
+	Agent           string
+	AgentVersion    string
+	Input           string
+	DryRun          bool
+
+	Status Status
+	// Step counts completed steps (checkpoints after tool results).
+	Step int
+	// Messages is the number of messages appended so far; the next message
+	// has this sequence number.
+	Messages int
+
+	InputTokens  int64
+	OutputTokens int64
+	ModelCalls   int64
+	// CostNanoUSD is the cost so far in nanodollars.
+	CostNanoUSD int64
+
+	// Plan and Guard are opaque JSON owned by the runtime: the plan the model
+	// stated and the counters the guards need on resume.
+	Plan  json.RawMessage
+	Guard json.RawMessage
+
+	LeaseOwner   string
+	LeaseExpires time.Time
+	// LeaseEpoch grows by one on every claim. Writes are fenced by it.
+	LeaseEpoch  int64
+	ResumeAfter time.Time
+
+	StopReason string
+	StopDetail string
+	Final      string
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Message is one row of the append-only messages table. Content holds the
+// blocks as model.EncodeBlocks wrote them.
+type Message struct {
+	RunID     string
+	Seq       int
+	Step      int
+	Role      string
+	Content   []byte
+	CreatedAt time.Time
+}
+
+// Event is one row of a run's trace.
+type Event struct {
+	RunID string
+	// Seq orders the events of a run; the store assigns it.
+	Seq  int64
+	Step int
+	Type string
+	Time time.Time
+	// Data is a JSON object with the event's own fields.
+	Data json.RawMessage
+}
+
+// EffectState is where an effect is in the ledger.
+type EffectState string
+
+const (
+	// EffectPending: the intent is recorded; the call may have gone out.
+	EffectPending EffectState = "pending"
+	// EffectDone: the call's result is recorded.
+	EffectDone EffectState = "done"
+	// EffectUnknown: the call went out and its outcome is not known.
+	EffectUnknown EffectState = "unknown"
+	// EffectFailed: the tool reported that the effect was not applied. The
+	// key may be begun again.
+	EffectFailed EffectState = "failed"
+)
+
+// Effect is one row of the idempotency ledger.
+type Effect struct {
+	Tenant   string
+	Key      string
+	RunID    string
+	Tool     string
+	ArgsHash string
+	Args     json.RawMessage
+	State    EffectState
+	Result   json.RawMessage
+	Step     int
+	// Attempts counts the calls that went out under this key.
+	Attempts  int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Fence names the lease a write is made under.
+type Fence struct {
+	RunID string
+	Owner string
+	Epoch int64
+}
+
+// CreateRunParams creates a run unless one exists for (Tenant, User,
+// ClientRequestID).
+type CreateRunParams struct {
+	ID              string
+	Tenant          string
+	User            string
+	ClientRequestID string
+	Agent           string
+	AgentVersion    string
+	Input           string
+	DryRun          bool
+	Now             time.Time
+	// Events are appended with the run, in the same transaction.
+	Events []Event
+}
+
+// ListRunsParams filters and pages runs. Zero fields do not filter.
+type ListRunsParams struct {
+	Tenant string
+	Status Status
+	Agent  string
+	Since  time.Time
+	// After is the ID of the last run of the previous page.
+	After string
+	Limit int
+}
+
+// ClaimRunsParams claims up to Limit due runs: queued runs, running runs
+// whose lease has expired, and paused runs whose ResumeAfter has passed.
+type ClaimRunsParams struct {
+	Owner string
+	Now   time.Time
+	TTL   time.Duration
+	Limit int
+}
+
+// TakeOverParams claims one run whose lease is still live but whose owner
+// is known to be gone. It succeeds only if the run is still at Epoch.
+type TakeOverParams struct {
+	RunID string
+	Epoch int64
+	Owner string
+	Now   time.Time
+	TTL   time.Duration
+}
+
+// RunUpdate is the run state a checkpoint writes. Every field is written.
+type RunUpdate struct {
+	Status       Status
+	Step         int
+	Messages     int
+	InputTokens  int64
+	OutputTokens int64
+	ModelCalls   int64
+	CostNanoUSD  int64
+	Plan         json.RawMessage
+	Guard        json.RawMessage
+	ResumeAfter  time.Time
+	StopReason   string
+	StopDetail   string
+	Final        string
+	// LeaseExpires renews the lease; zero releases it (the owner is
+	// cleared, the epoch kept).
+	LeaseExpires time.Time
+}
+
+// EffectUpdate records the outcome of an effect whose intent exists.
+type EffectUpdate struct {
+	Tenant string
+	Key    string
+	State  EffectState
+	Result json.RawMessage
+}
+
+// CheckpointParams is one fenced transaction: the run's new state, the
+// messages and events it appends and the effects it settles. If the fence
+// does not match, nothing is written and ErrLeaseLost is returned.
+type CheckpointParams struct {
+	Fence    Fence
+	Now      time.Time
+	Run      RunUpdate
+	Messages []Message
+	Events   []Event
+	Effects  []EffectUpdate
+}
+
+// BeginEffectParams records the intent of a side effect before the call goes
+// out, fenced by the run's lease.
+type BeginEffectParams struct {
+	Fence  Fence
+	Now    time.Time
+	Effect Effect
+	// Events are appended in the same transaction.
+	Events []Event
+}
+
+// Store is a Belay database. Every method is safe for concurrent use.
+type Store interface {
+	// CreateRun inserts a queued run, or returns the existing run of the same
+	// (Tenant, User, ClientRequestID) with created false.
+	CreateRun(ctx context.Context, p CreateRunParams) (run Run, created bool, err error)
+	// GetRun returns a run of a tenant, or ErrNotFound.
+	GetRun(ctx context.Context, tenant, id string) (Run, error)
+	// ListRuns returns runs ordered by ID.
+	ListRuns(ctx context.Context, p ListRunsParams) ([]Run, error)
+
+	// ClaimRuns leases due runs to an owner, raising each one's epoch. A
+	// claimed queued or paused run becomes running.
+	ClaimRuns(ctx context.Context, p ClaimRunsParams) ([]Run, error)
+	// TakeOver leases one run away from an owner that is gone.
+	TakeOver(ctx context.Context, p TakeOverParams) (Run, error)
+	// RenewLease extends a lease, or returns ErrLeaseLost.
+	RenewLease(ctx context.Context, f Fence, expires time.Time) error
+
+	// Checkpoint writes one step's state in one transaction.
+	Checkpoint(ctx context.Context, p CheckpointParams) error
+	// BeginEffect records an intent. If the key exists with the same
+	// ArgsHash it returns the existing row and existed true, recording
+	// nothing; with a different ArgsHash it returns ErrEffectConflict. When
+	// the key exists and its state is pending or unknown, Attempts is raised
+	// by one, since the caller is about to call again. A failed row begins
+	// again: it goes back to pending with Attempts raised and is returned with
+	// existed false, as the earlier attempt is known not to have landed.
+	BeginEffect(ctx context.Context, p BeginEffectParams) (e Effect, existed bool, err error)
+
+	// Messages returns a run's messages in order.
+	Messages(ctx context.Context, runID string) ([]Message, error)
+	// Events returns a run's trace events in order.
+	Events(ctx context.Context, runID string) ([]Event, error)
+	// Effects returns the ledger rows of a run in the order they were begun.
+	Effects(ctx context.Context, tenant, runID string) ([]Effect, error)
+
+	Close() error
+}
