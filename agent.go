@@ -1,0 +1,129 @@
+package belay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/belayrun/belay/model"
+)
+
+// Agent is a model that calls tools in a loop, with the rules that make its
+// runs survivable.
+type Agent struct {
+	// Name identifies the agent; runs are started by name. Required.
+	Name string
+	// Version is recorded on every run; a run is never resumed into another
+	// version. Default: a hash of the instructions, the tool definitions and
+	// the model name, so any change to what the model sees is a new version.
+	Version string
+	// Model answers each turn. Required.
+	Model model.Model
+	// Instructions are the system prompt.
+	Instructions string
+	// Tools are what the model may call.
+	Tools []Tool
+	// MaxTurns stops a run that has called the model this many times.
+	// Default 50.
+	MaxTurns int
+	// MaxOutputTokens caps one model response. Default 1024.
+	MaxOutputTokens int
+	// Prices turn token usage into cost. A model missing from the table
+	// costs nothing.
+	Prices model.PriceTable
+	// Requirements are checked against real state when the model stops
+	// calling tools. A run is done only if all hold.
+	Requirements []Requirement
+
+	tools map[string]*Tool
+}
+
+// Requirement is one thing that must be true of the world for a run to be
+// done, checked by code, never by asking the model.
+type Requirement struct {
+	// Name says what is required, in words a person reads in an escalation:
+	// "reason in CRM".
+	Name string
+	// Check reports whether the requirement holds for the run.
+	Check func(ctx context.Context, run RunInfo) (bool, error)
+}
+
+// RunInfo identifies a run to code that checks or acts on its behalf.
+type RunInfo struct {
+	ID     string
+	Tenant string
+	User   string
+	// ClientRequestID is the caller's id for the request that started the
+	// run: often the ticket or order it is about.
+	ClientRequestID string
+	Input           string
+}
+
+// prepare validates the agent and fills defaults. It is called once, when the
+// agent is registered with a runtime.
+func (a *Agent) prepare() error {
+	if a.Name == "" {
+		return errors.New("agent without a name")
+	}
+	if a.Model == nil {
+		return fmt.Errorf("agent %q has no model", a.Name)
+	}
+	if a.MaxTurns == 0 {
+		a.MaxTurns = 50
+	}
+	if a.MaxOutputTokens == 0 {
+		a.MaxOutputTokens = 1024
+	}
+	a.tools = make(map[string]*Tool, len(a.Tools))
+	for i := range a.Tools {
+		t := &a.Tools[i]
+		if err := t.validate(); err != nil {
+			return fmt.Errorf("agent %q: %w", a.Name, err)
+		}
+		if _, dup := a.tools[t.Name]; dup {
+			return fmt.Errorf("agent %q: two tools named %q", a.Name, t.Name)
+		}
+		a.tools[t.Name] = t
+	}
+	for _, r := range a.Requirements {
+		if r.Name == "" || r.Check == nil {
+			return fmt.Errorf("agent %q: a requirement needs a name and a check", a.Name)
+		}
+	}
+	if a.Version == "" {
+		a.Version = a.hash()
+	}
+	return nil
+}
+
+// hash covers everything that changes what the model sees.
+func (a *Agent) hash() string {
+	type toolDef struct {
+		Name, Description string
+		Schema            json.RawMessage
+		Effect            EffectClass
+		KeyFields         []string
+	}
+	def := struct {
+		Model        string
+		Instructions string
+		Tools        []toolDef
+	}{Model: a.Model.Name(), Instructions: a.Instructions}
+	for _, t := range a.Tools {
+		def.Tools = append(def.Tools, toolDef{t.Name, t.Description, t.InputSchema, t.Effect, t.KeyFields})
+	}
+	b, _ := json.Marshal(def)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
+}
+
+func (a *Agent) toolSpecs() []model.ToolSpec {
+	specs := make([]model.ToolSpec, len(a.Tools))
+	for i, t := range a.Tools {
+		specs[i] = model.ToolSpec{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	}
+	return specs
+}

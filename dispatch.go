@@ -1,0 +1,307 @@
+package belay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/belayrun/belay/internal/ledger"
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/store"
+)
+
+// errUnknownOutcome pauses a run: a side effect may or may not have
+// happened and nothing can tell which, so a person decides.
+var errUnknownOutcome = errors.New("outcome unknown")
+
+// dispatch executes the tool calls of one assistant turn and checkpoints all
+// their results in one message, as the model's protocol requires.
+func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
+	uses := model.ToolUses(turn.Content)
+	results := make([]model.Block, 0, len(uses))
+	progressed := false
+	for _, use := range uses {
+		res, err := x.callTool(ctx, use)
+		if errors.Is(err, errUnknownOutcome) {
+			return x.stop(ctx, store.StatusPaused, "unknown_outcome", err.Error())
+		}
+		if err != nil {
+			return err
+		}
+		if x.guard.observe(use, res) {
+			progressed = true
+		}
+		results = append(results, res)
+	}
+	x.guard.endTurn(progressed)
+	x.msgs = append(x.msgs, model.Message{Role: model.RoleUser, Content: results})
+	x.run.Step++
+	x.emit("checkpoint", map[string]any{"messages": len(x.msgs), "cost_usd": model.Nanodollars(x.run.CostNanoUSD).Dollars()})
+	if err := x.write(ctx, nil); err != nil {
+		return err
+	}
+	if obs := x.r.cfg.StepObserver; obs != nil {
+		obs(StepTiming{RunID: x.run.ID, Step: x.run.Step, Total: x.r.cfg.now().Sub(x.stepStart),
+			Model: x.modelTime, Tools: x.toolTime})
+	}
+	x.modelTime, x.toolTime = 0, 0
+	return nil
+}
+
+// callTool answers one tool_use block. Everything the model got wrong comes
+// back as an is_error result that teaches; only an unknown outcome or a lost
+// lease stops the step.
+func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block, error) {
+	x.emit("tool_call", map[string]any{"id": use.ID, "tool": use.Name, "args": use.Input})
+	tool, ok := x.agent.tools[use.Name]
+	if !ok {
+		return x.toolError(use, fmt.Sprintf("there is no tool named %q; available tools: %s",
+			use.Name, strings.Join(x.toolNames(), ", "))), nil
+	}
+	if err := tool.checkArgs(use.Input); err != nil {
+		return x.toolError(use, err.Error()+"; fix the arguments and call again"), nil
+	}
+	if !tool.Effect.SideEffecting() {
+		out, err := x.invokeWithRetry(ctx, tool, use, "", 1)
+		if err != nil {
+			if ctx.Err() != nil {
+				return model.Block{}, ctx.Err()
+			}
+			return x.toolError(use, describeToolError(err)), nil
+		}
+		return x.toolResult(use, out, false), nil
+	}
+	return x.callSideEffect(ctx, tool, use)
+}
+
+// callSideEffect records the intent under a business-level key before the
+// call goes out and the result after it, so a replayed step finds the key
+// and never applies the effect twice.
+func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Block) (model.Block, error) {
+	keyArgs, err := ledger.Canonical(use.Input, tool.KeyFields)
+	if err != nil {
+		return x.toolError(use, err.Error()), nil
+	}
+	allArgs, err := ledger.Canonical(use.Input, nil)
+	if err != nil {
+		return x.toolError(use, err.Error()), nil
+	}
+	key := ledger.Key(x.run.ID, tool.Name, keyArgs)
+	if x.run.DryRun {
+		out, _ := json.Marshal(map[string]any{"ok": true, "dry_run": true,
+			"would_have": fmt.Sprintf("called %s with %s", tool.Name, allArgs)})
+		return x.toolResult(use, out, false), nil
+	}
+	eff, existed, err := x.r.store.BeginEffect(ctx, store.BeginEffectParams{
+		Fence: x.fence(), Now: x.r.cfg.now(),
+		Effect: store.Effect{Tenant: x.run.Tenant, Key: key, RunID: x.run.ID, Tool: tool.Name,
+			ArgsHash: ledger.Hash(allArgs), Args: allArgs, Step: x.run.Step},
+		Events: x.takeEvents(),
+	})
+	if errors.Is(err, store.ErrEffectConflict) {
+		return x.toolError(use, fmt.Sprintf(
+			"%s was already called in this run for the same intent (key %s) with different arguments; nothing was executed. "+
+				"Use the earlier result, or if this is a separate action, say so to a person", tool.Name, key)), nil
+	}
+	if err != nil {
+		return model.Block{}, fmt.Errorf("begin effect %s: %w", key, err)
+	}
+	if existed && eff.State == store.EffectDone {
+		x.emit("effect_reused", map[string]any{"tool": tool.Name, "key": key})
+		return x.toolResult(use, eff.Result, false), nil
+	}
+	if existed {
+		// An earlier attempt went out and its outcome was never recorded.
+		res, found, err := x.resolveUnknown(ctx, tool, use, key)
+		if err != nil {
+			return model.Block{}, err
+		}
+		if found {
+			return res, nil
+		}
+	}
+	out, callErr := x.invokeWithRetry(ctx, tool, use, key, eff.Attempts)
+	if callErr != nil && ctx.Err() != nil {
+		return model.Block{}, ctx.Err()
+	}
+	if callErr != nil && isUnknownOutcome(callErr) {
+		x.emit("effect_unknown", map[string]any{"tool": tool.Name, "key": key, "error": callErr.Error()})
+		if err := x.write(ctx, []store.EffectUpdate{{Tenant: x.run.Tenant, Key: key, State: store.EffectUnknown}}); err != nil {
+			return model.Block{}, err
+		}
+		res, found, err := x.resolveUnknown(ctx, tool, use, key)
+		if err != nil || found {
+			return res, err
+		}
+		// Asked and not found (or the downstream honours the key): the
+		// call did not land, so calling again under the same key is safe.
+		out, callErr = x.invokeWithRetry(ctx, tool, use, key, eff.Attempts+1)
+		if callErr != nil && isUnknownOutcome(callErr) {
+			return model.Block{}, fmt.Errorf("%w: %s %s: %v", errUnknownOutcome, tool.Name, key, callErr)
+		}
+	}
+	if callErr == nil {
+		return x.settle(ctx, use, key, store.EffectDone, out)
+	}
+	// The tool says the effect was not applied: the key stays usable.
+	failed, _ := json.Marshal(map[string]any{"ok": false, "error": callErr.Error()})
+	if _, err := x.settle(ctx, use, key, store.EffectFailed, failed); err != nil {
+		return model.Block{}, err
+	}
+	return x.toolError(use, describeToolError(callErr)), nil
+}
+
+// resolveUnknown finds out whether an earlier attempt under key landed. With
+// a reconcile hook it asks the downstream system; a tool whose downstream
+// honours the key is simply called again. Otherwise the outcome stays
+// unknown and the run pauses for a person: a blind retry could do it twice.
+func (x *execution) resolveUnknown(ctx context.Context, tool *Tool, use model.Block, key string) (model.Block, bool, error) {
+	switch {
+	case tool.Reconcile != nil:
+		out, found, err := tool.Reconcile(ctx, key, use.Input)
+		x.emit("reconcile", map[string]any{"tool": tool.Name, "key": key, "found": found, "error": errString(err)})
+		if err != nil {
+			return model.Block{}, false, fmt.Errorf("%w: %s %s: reconcile: %v", errUnknownOutcome, tool.Name, key, err)
+		}
+		if !found {
+			return model.Block{}, false, nil
+		}
+		blk, err := x.settle(ctx, use, key, store.EffectDone, out)
+		return blk, true, err
+	case tool.HonorsKey:
+		return model.Block{}, false, nil
+	default:
+		return model.Block{}, false, fmt.Errorf(
+			"%w: %s under key %s may have been applied; the tool cannot be asked (no Reconcile) and its downstream does not honour keys, so it is not retried blindly. Check the downstream system, then resolve the intent",
+			errUnknownOutcome, tool.Name, key)
+	}
+}
+
+// settle records the outcome of a side effect at once, so a crash after it
+// does not leave the intent pending.
+func (x *execution) settle(ctx context.Context, use model.Block, key string, state store.EffectState, out json.RawMessage) (model.Block, error) {
+	blk := x.toolResult(use, out, false)
+	if err := x.write(ctx, []store.EffectUpdate{{Tenant: x.run.Tenant, Key: key, State: state, Result: out}}); err != nil {
+		return model.Block{}, err
+	}
+	return blk, nil
+}
+
+// invoke calls the tool once, under its timeout, turning a panic into an
+// error so one broken tool cannot take the worker down.
+func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key string, attempt int) (out json.RawMessage, err error) {
+	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
+	defer cancel()
+	ctx = withCallInfo(ctx, CallInfo{RunID: x.run.ID, Tenant: x.run.Tenant, Step: x.run.Step,
+		ToolUseID: use.ID, IdempotencyKey: key, Attempt: attempt})
+	start := x.r.cfg.now()
+	defer func() {
+		x.toolTime += x.r.cfg.now().Sub(start)
+		if p := recover(); p != nil {
+			x.r.cfg.Logger.Error("tool panicked", "run", x.run.ID, "tool", tool.Name, "panic", p, "stack", string(debug.Stack()))
+			err = &PanicError{Tool: tool.Name, Value: p}
+		}
+	}()
+	out, err = tool.Call(ctx, use.Input)
+	if err == nil && !json.Valid(out) {
+		err = fmt.Errorf("tool %s returned a result that is not JSON", tool.Name)
+	}
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		err = &TimeoutError{Tool: tool.Name, After: tool.Timeout.String(), Err: err}
+	}
+	return out, err
+}
+
+func (x *execution) toolResult(use model.Block, out json.RawMessage, isError bool) model.Block {
+	data := map[string]any{"id": use.ID, "tool": use.Name, "is_error": isError, "preview": preview(string(out))}
+	x.emit("tool_result", data)
+	return model.ToolResultBlock(use.ID, string(out), isError)
+}
+
+func (x *execution) toolError(use model.Block, msg string) model.Block {
+	x.emit("tool_result", map[string]any{"id": use.ID, "tool": use.Name, "is_error": true, "preview": preview(msg)})
+	return model.ToolResultBlock(use.ID, msg, true)
+}
+
+func (x *execution) toolNames() []string {
+	names := make([]string, len(x.agent.Tools))
+	for i, t := range x.agent.Tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// takeEvents hands the queued events to a write that is not a checkpoint.
+func (x *execution) takeEvents() []store.Event {
+	ev := x.events
+	x.events = nil
+	return ev
+}
+
+// PanicError is a tool call that panicked.
+type PanicError struct {
+	Tool  string
+	Value any
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("tool %s panicked: %v; the call did not complete", e.Tool, e.Value)
+}
+
+// TimeoutError is a tool call that ran past its timeout. For a side effect
+// it is an unknown outcome: the call may have landed.
+type TimeoutError struct {
+	Tool  string
+	After string
+	Err   error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("tool %s timed out after %s: %v", e.Tool, e.After, e.Err)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
+// ErrUnknownOutcome is what a tool returns (wrapped) when its request went
+// out and no answer came back: the effect may have landed.
+var ErrUnknownOutcome = errors.New("outcome unknown: the request went out and no answer came back")
+
+// isUnknownOutcome reports whether a failed side effect may have landed. A
+// call whose retries ran out failed each time before landing, by its own
+// account, or was idempotent.
+func isUnknownOutcome(err error) bool {
+	var re *RetriesExhaustedError
+	if errors.As(err, &re) || errors.Is(err, ErrBreakerOpen) {
+		return false
+	}
+	var te *TimeoutError
+	var pe *PanicError
+	return errors.As(err, &te) || errors.As(err, &pe) || errors.Is(err, ErrUnknownOutcome)
+}
+
+// describeToolError is what the model reads about a failed call.
+func describeToolError(err error) string {
+	var re *RetriesExhaustedError
+	if errors.As(err, &re) {
+		return replan(re)
+	}
+	return err.Error()
+}
+
+func preview(s string) string {
+	const n = 200
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,53 @@
+package lease
+
+import (
+	"os/exec"
+	"strconv"
+	"testing"
+)
+
+func TestGoneOnlyWhenProvablyDead(t *testing.T) {
+	self := Self()
+	if self.Gone(self.String()) {
+		t.Error("this process is reported gone")
+	}
+	other := self
+	other.Nonce = "another-runtime"
+	if self.Gone(other.String()) {
+		t.Error("another runtime of this process is reported gone")
+	}
+
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep binary:", err)
+	}
+	child := Owner{Host: self.Host, PID: cmd.Process.Pid, Start: startTime(cmd.Process.Pid), Nonce: "n"}
+	if child.Start == "" {
+		t.Skip("no /proc on this system")
+	}
+	if self.Gone(child.String()) {
+		t.Error("a live child is reported gone")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if !self.Gone(child.String()) {
+		t.Error("a killed child is not reported gone")
+	}
+
+	recycled := child
+	recycled.PID = self.PID
+	recycled.Start = "1"
+	if !self.Gone(recycled.String()) {
+		t.Error("a pid now held by a younger process is not reported gone")
+	}
+	elsewhere := child
+	elsewhere.Host = self.Host + "-other"
+	if self.Gone(elsewhere.String()) {
+		t.Error("an owner on another host is reported gone")
+	}
+	for _, bad := range []string{"", "garbage", "h/notapid/1/n", self.Host + "/" + strconv.Itoa(self.PID) + "//n"} {
+		if self.Gone(bad) {
+			t.Errorf("unparseable owner %q is reported gone", bad)
+		}
+	}
+}

@@ -1,0 +1,385 @@
+package belay
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/belayrun/belay/internal/lease"
+	"github.com/belayrun/belay/store"
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// Store holds every run. Required.
+	Store store.Store
+	// Agents are the agents this runtime can run. Required.
+	Agents []*Agent
+	// Workers is how many runs one runtime executes at once. Default 16.
+	Workers int
+	// LeaseTTL is how long a claimed run stays leased without renewal. A
+	// worker renews at every step and every LeaseTTL/3 during a long call.
+	// Default 30s.
+	LeaseTTL time.Duration
+	// PollInterval is how often an idle runtime looks for due runs that no
+	// wakeup announced (runs started by other processes, expired leases,
+	// timers). Default 200ms.
+	PollInterval time.Duration
+	// Logger receives operational messages. Default: discard.
+	Logger *slog.Logger
+	// StepObserver, if set, is called after every checkpointed step with its
+	// timings. It runs on the worker's goroutine: keep it cheap.
+	StepObserver func(StepTiming)
+
+	// now, sleep and rand are the clock, the backoff wait and the jitter
+	// source; tests inject their own.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+	rand  func(n int64) int64
+}
+
+// StepTiming is how long one step took, split by who spent the time.
+type StepTiming struct {
+	RunID string
+	Step  int
+	// Total is the wall time of the step, claim to checkpoint.
+	Total time.Duration
+	// Model and Tools are the time spent waiting for them; the rest is
+	// Belay's overhead.
+	Model time.Duration
+	Tools time.Duration
+}
+
+func (c *Config) applyDefaults() {
+	if c.Workers == 0 {
+		c.Workers = 16
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 30 * time.Second
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 200 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.sleep == nil {
+		c.sleep = sleepCtx
+	}
+	if c.rand == nil {
+		c.rand = randInt64N
+	}
+}
+
+func (c *Config) validate() error {
+	if c.Store == nil {
+		return errors.New("config: Store is required")
+	}
+	if len(c.Agents) == 0 {
+		return errors.New("config: at least one agent is required")
+	}
+	if c.Workers < 0 || c.LeaseTTL < 0 || c.PollInterval < 0 {
+		return errors.New("config: Workers, LeaseTTL and PollInterval must not be negative")
+	}
+	if c.LeaseTTL < 100*time.Millisecond {
+		return fmt.Errorf("config: LeaseTTL %v is too short to renew", c.LeaseTTL)
+	}
+	return nil
+}
+
+// Runtime starts runs and executes them. Several runtimes, in one process or
+// many, may share one store: each run is executed by whichever holds its
+// lease.
+type Runtime struct {
+	cfg    Config
+	store  store.Store
+	agents map[string]*Agent
+	owner  lease.Owner
+	// breakers are per tool name and shared by every run of the runtime.
+	breakers breakers
+
+	wake chan struct{}
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	loopsWG sync.WaitGroup // the claim loop
+	runsWG  sync.WaitGroup // one per run in flight
+	active  map[string]bool
+}
+
+// New validates cfg and returns a runtime that has not started.
+func New(cfg Config) (*Runtime, error) {
+	cfg.applyDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	r := &Runtime{
+		cfg:    cfg,
+		store:  cfg.Store,
+		agents: make(map[string]*Agent, len(cfg.Agents)),
+		owner:  lease.Self(),
+		wake:   make(chan struct{}, 1),
+		active: make(map[string]bool),
+	}
+	for _, a := range cfg.Agents {
+		if err := a.prepare(); err != nil {
+			return nil, err
+		}
+		if _, dup := r.agents[a.Name]; dup {
+			return nil, fmt.Errorf("config: two agents named %q", a.Name)
+		}
+		r.agents[a.Name] = a
+	}
+	return r, nil
+}
+
+// Owner is the lease owner name this runtime writes on the runs it claims.
+func (r *Runtime) Owner() string { return r.owner.String() }
+
+// RunRequest asks for a run.
+type RunRequest struct {
+	// Agent names a registered agent. Required.
+	Agent  string
+	Tenant string
+	User   string
+	// ClientRequestID makes the request idempotent: one run per (Tenant,
+	// User, ClientRequestID). Asking again returns the existing run.
+	ClientRequestID string
+	// Input is the user's message.
+	Input string
+	// DryRun runs reads for real and answers every write with what it would
+	// have done.
+	DryRun bool
+}
+
+// StartRun creates a queued run, or returns the existing run of the same
+// client request. created reports which.
+func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, created bool, err error) {
+	a, ok := r.agents[req.Agent]
+	if !ok {
+		return store.Run{}, false, fmt.Errorf("start run: no agent named %q in this runtime", req.Agent)
+	}
+	if req.Tenant == "" {
+		req.Tenant = "default"
+	}
+	now := r.cfg.now()
+	id := newRunID(now)
+	run, created, err = r.store.CreateRun(ctx, store.CreateRunParams{
+		ID: id, Tenant: req.Tenant, User: req.User, ClientRequestID: req.ClientRequestID,
+		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, Now: now,
+		Events: []store.Event{event(0, now, "run_created", map[string]any{
+			"agent": a.Name, "version": a.Version, "user": req.User, "dry_run": req.DryRun})},
+	})
+	if err != nil {
+		return store.Run{}, false, fmt.Errorf("start run: %w", err)
+	}
+	if created {
+		r.poke()
+	}
+	return run, created, nil
+}
+
+// Start launches the claim loop: it claims due runs and executes each on its
+// own goroutine, up to Workers at once. Everything Start launches exits when
+// ctx is done or Stop is called.
+func (r *Runtime) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil {
+		return errors.New("runtime already started")
+	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.loopsWG.Add(1)
+	go func() {
+		defer r.loopsWG.Done()
+		r.claimLoop(ctx)
+	}()
+	return nil
+}
+
+// Stop stops claiming, cancels the runs in flight (their lease stays, so
+// another worker resumes them when it expires or at once if this process
+// exits) and waits for every goroutine to return or ctx to end.
+func (r *Runtime) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	cancel := r.cancel
+	r.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	done := make(chan struct{})
+	go func() {
+		r.loopsWG.Wait()
+		r.runsWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Drain executes due runs in the calling goroutine until none is due, then
+// returns. It is for tests, tools and one-shot workers; a service uses Start.
+func (r *Runtime) Drain(ctx context.Context) error {
+	r.takeOverDeadOwners(ctx, func(run store.Run) { r.execute(ctx, run) })
+	for {
+		runs, err := r.claim(ctx, r.cfg.Workers)
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			return nil
+		}
+		var wg sync.WaitGroup
+		for _, run := range runs {
+			wg.Go(func() { r.execute(ctx, run) })
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// poke wakes the claim loop without blocking.
+func (r *Runtime) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Runtime) claimLoop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	lastSweep := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-timer.C:
+		}
+		if now := r.cfg.now(); now.Sub(lastSweep) >= 5*r.cfg.PollInterval {
+			lastSweep = now
+			r.takeOverDeadOwners(ctx, func(run store.Run) { r.launch(ctx, run) })
+		}
+		free := r.cfg.Workers - r.inFlight()
+		if free > 0 {
+			runs, err := r.claim(ctx, free)
+			if err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Error("claim runs", "err", err)
+			}
+			for _, run := range runs {
+				r.launch(ctx, run)
+			}
+			if len(runs) == free {
+				r.poke() // more may be due
+			}
+		}
+		timer.Reset(r.cfg.PollInterval)
+	}
+}
+
+func (r *Runtime) inFlight() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
+}
+
+// launch executes run on its own goroutine; when it returns, the claim loop
+// is woken so the freed slot takes another run.
+func (r *Runtime) launch(ctx context.Context, run store.Run) {
+	r.mu.Lock()
+	r.active[run.ID] = true
+	r.mu.Unlock()
+	r.runsWG.Add(1)
+	go func() {
+		defer r.runsWG.Done()
+		r.execute(ctx, run)
+		r.mu.Lock()
+		delete(r.active, run.ID)
+		r.mu.Unlock()
+		r.poke()
+	}()
+}
+
+func (r *Runtime) claim(ctx context.Context, limit int) ([]store.Run, error) {
+	return r.store.ClaimRuns(ctx, store.ClaimRunsParams{
+		Owner: r.owner.String(), Now: r.cfg.now(), TTL: r.cfg.LeaseTTL, Limit: limit,
+	})
+}
+
+// takeOverDeadOwners claims, at once, runs leased by processes on this host
+// that no longer exist, so a restarted worker does not wait out the TTL. The
+// epoch check in TakeOver makes a race with a live claimer harmless.
+func (r *Runtime) takeOverDeadOwners(ctx context.Context, execute func(store.Run)) {
+	runs, err := r.store.ListRuns(ctx, store.ListRunsParams{Status: store.StatusRunning, Limit: 1000})
+	if err != nil {
+		return
+	}
+	now := r.cfg.now()
+	for _, run := range runs {
+		if run.LeaseOwner == "" || !run.LeaseExpires.After(now) || !r.owner.Gone(run.LeaseOwner) {
+			continue
+		}
+		if r.cfg.Workers-r.inFlight() <= 0 {
+			return
+		}
+		claimed, err := r.store.TakeOver(ctx, store.TakeOverParams{
+			RunID: run.ID, Epoch: run.LeaseEpoch, Owner: r.owner.String(), Now: now, TTL: r.cfg.LeaseTTL,
+		})
+		if err != nil {
+			continue
+		}
+		r.cfg.Logger.Info("took over run of a dead worker", "run", run.ID, "from", run.LeaseOwner, "epoch", claimed.LeaseEpoch)
+		execute(claimed)
+	}
+}
+
+// Wait returns the run once it is no longer queued or running: done,
+// waiting for a person, paused, or ended otherwise.
+func (r *Runtime) Wait(ctx context.Context, tenant, runID string) (store.Run, error) {
+	return WaitRun(ctx, r.store, tenant, runID)
+}
+
+// WaitRun polls store until the run leaves queued and running.
+func WaitRun(ctx context.Context, s store.Store, tenant, runID string) (store.Run, error) {
+	delay := time.Millisecond
+	for {
+		run, err := s.GetRun(ctx, tenant, runID)
+		if err != nil {
+			return store.Run{}, err
+		}
+		if run.Status != store.StatusQueued && run.Status != store.StatusRunning {
+			return run, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return run, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}
+
+// newRunID returns a sortable unique id: time first, so listings come out in
+// creation order, then randomness.
+func newRunID(now time.Time) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("run_%013x%x", now.UnixMilli(), b)
+}

@@ -1,0 +1,381 @@
+package belay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/store"
+)
+
+// execution is one worker's hold on one run, from claim to letting go. Its
+// fields mirror the run's row; every change reaches the store through write,
+// fenced by the lease epoch.
+type execution struct {
+	r     *Runtime
+	agent *Agent
+	run   store.Run
+	msgs  []model.Message
+	// saved is how many of msgs are in the store.
+	saved  int
+	guard  guardState
+	plan   planState
+	events []store.Event
+
+	stepStart time.Time
+	modelTime time.Duration
+	toolTime  time.Duration
+
+	// renewedAt is the unix nanotime of the last successful lease renewal.
+	renewedAt atomic.Int64
+}
+
+// errStop ends an execution after its final write; it is not a failure.
+var errStop = errors.New("run let go")
+
+func (r *Runtime) execute(ctx context.Context, run store.Run) {
+	a, ok := r.agents[run.Agent]
+	if !ok {
+		r.cfg.Logger.Error("claimed a run of an agent this runtime does not have", "run", run.ID, "agent", run.Agent)
+		return
+	}
+	x := &execution{r: r, agent: a, run: run}
+	x.renewedAt.Store(r.cfg.now().UnixNano())
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go x.keepLease(ctx, cancel)
+
+	err := x.loop(ctx)
+	switch {
+	case err == nil, errors.Is(err, errStop):
+	case errors.Is(err, store.ErrLeaseLost):
+		r.cfg.Logger.Warn("lease lost; another worker has the run", "run", run.ID, "epoch", x.run.LeaseEpoch)
+	case ctx.Err() != nil:
+		x.release(context.WithoutCancel(ctx))
+	default:
+		r.cfg.Logger.Error("run step", "run", run.ID, "step", x.run.Step, "err", err)
+	}
+}
+
+// keepLease renews the lease while a step is in flight. If the lease is lost,
+// or cannot be renewed before it would expire, it cancels the execution so a
+// worker that is no longer the owner stops acting for the run.
+func (x *execution) keepLease(ctx context.Context, cancel context.CancelCauseFunc) {
+	ttl := x.r.cfg.LeaseTTL
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := x.r.cfg.now()
+		err := x.r.store.RenewLease(ctx, x.fence(), now.Add(ttl))
+		switch {
+		case err == nil:
+			x.renewedAt.Store(now.UnixNano())
+		case errors.Is(err, store.ErrLeaseLost):
+			cancel(store.ErrLeaseLost)
+			return
+		case now.Sub(time.Unix(0, x.renewedAt.Load())) > ttl*5/6:
+			cancel(fmt.Errorf("lease about to expire, store unreachable: %w", err))
+			return
+		}
+	}
+}
+
+func (x *execution) fence() store.Fence {
+	return store.Fence{RunID: x.run.ID, Owner: x.run.LeaseOwner, Epoch: x.run.LeaseEpoch}
+}
+
+func (x *execution) info() RunInfo {
+	return RunInfo{ID: x.run.ID, Tenant: x.run.Tenant, User: x.run.User, ClientRequestID: x.run.ClientRequestID, Input: x.run.Input}
+}
+
+func (x *execution) loop(ctx context.Context) error {
+	if err := x.load(ctx); err != nil {
+		return err
+	}
+	if x.run.AgentVersion != x.agent.Version {
+		return x.stop(ctx, store.StatusPaused, "version_mismatch", fmt.Sprintf(
+			"run was started on %s version %s, this worker has version %s; it is not resumed into another version without an explicit migration",
+			x.agent.Name, x.run.AgentVersion, x.agent.Version))
+	}
+	x.emit("claimed", map[string]any{"epoch": x.run.LeaseEpoch, "owner": x.run.LeaseOwner,
+		"resumed": x.saved > 0})
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		x.stepStart = x.r.cfg.now()
+		last := x.msgs[len(x.msgs)-1]
+		var err error
+		switch {
+		case last.Role == model.RoleAssistant && len(model.ToolUses(last.Content)) > 0:
+			err = x.dispatch(ctx, last)
+		case last.Role == model.RoleAssistant:
+			return x.finish(ctx, last)
+		default:
+			err = x.think(ctx)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// load reads the conversation and the guard state back from the store: the
+// run resumes from its last checkpoint, not from anything in memory.
+func (x *execution) load(ctx context.Context) error {
+	rows, err := x.r.store.Messages(ctx, x.run.ID)
+	if err != nil {
+		return fmt.Errorf("load messages: %w", err)
+	}
+	for _, row := range rows {
+		blocks, err := model.DecodeBlocks(row.Content)
+		if err != nil {
+			return fmt.Errorf("load message %d: %w", row.Seq, err)
+		}
+		x.msgs = append(x.msgs, model.Message{Role: model.Role(row.Role), Content: blocks})
+	}
+	x.saved = len(x.msgs)
+	if len(x.msgs) == 0 {
+		x.msgs = []model.Message{{Role: model.RoleUser, Content: []model.Block{model.TextBlock(x.run.Input)}}}
+	}
+	if len(x.run.Guard) > 0 {
+		if err := json.Unmarshal(x.run.Guard, &x.guard); err != nil {
+			return fmt.Errorf("load guard state: %w", err)
+		}
+	}
+	if len(x.run.Plan) > 0 {
+		if err := json.Unmarshal(x.run.Plan, &x.plan); err != nil {
+			return fmt.Errorf("load plan: %w", err)
+		}
+	}
+	return nil
+}
+
+// think runs the guards, calls the model and makes its response durable
+// before any tool runs, so a crash never pays for the same call twice and
+// the tool_use ids the tools see stay stable.
+func (x *execution) think(ctx context.Context) error {
+	if x.run.ModelCalls >= int64(x.agent.MaxTurns) {
+		return x.stop(ctx, store.StatusEscalated, "max_turns",
+			fmt.Sprintf("the run used its %d model calls without finishing", x.agent.MaxTurns))
+	}
+	req := model.Request{
+		System:    x.agent.Instructions,
+		Messages:  x.msgs,
+		Tools:     x.agent.toolSpecs(),
+		MaxTokens: x.agent.MaxOutputTokens,
+	}
+	start := x.r.cfg.now()
+	resp, err := x.agent.Model.Generate(ctx, req)
+	x.modelTime = x.r.cfg.now().Sub(start)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return x.modelFailed(ctx, err)
+	}
+	if len(resp.Content) == 0 {
+		return x.stop(ctx, store.StatusFailed, "empty_response", "the model returned no content")
+	}
+	price, _ := x.agent.Prices.Lookup(x.agent.Model.Name())
+	cost := price.Cost(resp.Usage)
+	x.run.InputTokens += resp.Usage.InputTokens
+	x.run.OutputTokens += resp.Usage.OutputTokens
+	x.run.ModelCalls++
+	x.run.CostNanoUSD += int64(cost)
+
+	text := model.JoinText(resp.Content)
+	planChanged := x.plan.update(text)
+	calls := make([]map[string]any, 0)
+	for _, u := range model.ToolUses(resp.Content) {
+		calls = append(calls, map[string]any{"id": u.ID, "name": u.Name, "args": u.Input})
+	}
+	data := map[string]any{
+		"model": x.agent.Model.Name(), "thought": text, "tool_calls": calls,
+		"stop_reason": resp.StopReason, "input_tokens": resp.Usage.InputTokens,
+		"output_tokens": resp.Usage.OutputTokens, "cost_usd": cost.Dollars(),
+		"latency_ms": float64(x.modelTime.Microseconds()) / 1000,
+	}
+	if planChanged {
+		data["plan"] = x.plan.Steps
+		data["plan_version"] = x.plan.Version
+	}
+	x.emit("model_call", data)
+	x.msgs = append(x.msgs, model.Message{Role: model.RoleAssistant, Content: resp.Content})
+	return x.write(ctx, nil)
+}
+
+// modelFailed handles a model call that failed after the SDK's own retries:
+// load-related failures pause the run until later; a bad request fails it,
+// since sending it again cannot help.
+func (x *execution) modelFailed(ctx context.Context, err error) error {
+	me, ok := model.ClassOf(err)
+	if !ok || !me.Transient() {
+		return x.stop(ctx, store.StatusFailed, "model_error", err.Error())
+	}
+	wait := me.RetryAfter
+	if wait <= 0 {
+		wait = 15 * time.Second
+	}
+	x.run.ResumeAfter = x.r.cfg.now().Add(wait)
+	return x.stop(ctx, store.StatusPaused, string(me.Class), err.Error())
+}
+
+// finish runs verification when the model has stopped asking for tools. Only
+// code checking real state can make a run done.
+func (x *execution) finish(ctx context.Context, last model.Message) error {
+	final := model.JoinText(last.Content)
+	var missing []string
+	for _, req := range x.agent.Requirements {
+		ok, err := req.Check(ctx, x.info())
+		data := map[string]any{"requirement": req.Name, "ok": ok}
+		if err != nil {
+			data["error"] = err.Error()
+			ok = false
+		}
+		x.emit("verify", data)
+		if !ok {
+			missing = append(missing, req.Name)
+		}
+	}
+	x.run.Final = final
+	if len(missing) > 0 {
+		detail, _ := json.Marshal(map[string]any{"complete": false, "missing": missing})
+		return x.stop(ctx, store.StatusEscalated, "unverified", string(detail))
+	}
+	return x.stop(ctx, store.StatusDone, "verified", "")
+}
+
+// stop records the run's new status with a stop event and lets go of it.
+func (x *execution) stop(ctx context.Context, status store.Status, reason, detail string) error {
+	x.run.Status = status
+	x.run.StopReason = reason
+	x.run.StopDetail = detail
+	data := map[string]any{"status": status, "reason": reason}
+	if detail != "" {
+		data["detail"] = detail
+	}
+	if !x.run.ResumeAfter.IsZero() && status == store.StatusPaused {
+		data["resume_after"] = x.run.ResumeAfter
+	}
+	x.emit("stop", data)
+	if err := x.write(ctx, nil, withRelease()); err != nil {
+		return err
+	}
+	return errStop
+}
+
+// release lets go of the lease without changing the run, so another worker
+// takes it at once (used on shutdown).
+func (x *execution) release(ctx context.Context) {
+	x.emit("released", map[string]any{"epoch": x.run.LeaseEpoch})
+	_ = x.write(ctx, nil, withRelease())
+}
+
+type writeOption func(*store.CheckpointParams)
+
+func withRelease() writeOption {
+	return func(p *store.CheckpointParams) { p.Run.LeaseExpires = time.Time{} }
+}
+
+// write makes the execution's state durable in one fenced transaction: the
+// run row, the messages not yet saved, the pending events and the effects.
+func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opts ...writeOption) error {
+	now := x.r.cfg.now()
+	guard, err := json.Marshal(x.guard)
+	if err != nil {
+		return fmt.Errorf("encode guard state: %w", err)
+	}
+	plan, err := json.Marshal(x.plan)
+	if err != nil {
+		return fmt.Errorf("encode plan: %w", err)
+	}
+	var msgs []store.Message
+	for i := x.saved; i < len(x.msgs); i++ {
+		content, err := model.EncodeBlocks(x.msgs[i].Content)
+		if err != nil {
+			return fmt.Errorf("encode message %d: %w", i, err)
+		}
+		msgs = append(msgs, store.Message{Seq: i, Step: x.run.Step, Role: string(x.msgs[i].Role), Content: content, CreatedAt: now})
+	}
+	p := store.CheckpointParams{
+		Fence: x.fence(),
+		Now:   now,
+		Run: store.RunUpdate{
+			Status: x.run.Status, Step: x.run.Step, Messages: len(x.msgs),
+			InputTokens: x.run.InputTokens, OutputTokens: x.run.OutputTokens,
+			ModelCalls: x.run.ModelCalls, CostNanoUSD: x.run.CostNanoUSD,
+			Plan: plan, Guard: guard, ResumeAfter: x.run.ResumeAfter,
+			StopReason: x.run.StopReason, StopDetail: x.run.StopDetail, Final: x.run.Final,
+			LeaseExpires: now.Add(x.r.cfg.LeaseTTL),
+		},
+		Messages: msgs,
+		Events:   x.events,
+		Effects:  effects,
+	}
+	for _, o := range opts {
+		o(&p)
+	}
+	if err := x.r.store.Checkpoint(ctx, p); err != nil {
+		return fmt.Errorf("checkpoint step %d: %w", x.run.Step, err)
+	}
+	x.saved = len(x.msgs)
+	x.events = x.events[:0]
+	x.renewedAt.Store(now.UnixNano())
+	return nil
+}
+
+// emit queues a trace event for the next write, so it commits with the
+// state it describes.
+func (x *execution) emit(typ string, data map[string]any) {
+	x.events = append(x.events, event(x.run.Step, x.r.cfg.now(), typ, data))
+}
+
+func event(step int, now time.Time, typ string, data map[string]any) store.Event {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		raw, _ = json.Marshal(map[string]string{"encode_error": err.Error()})
+	}
+	return store.Event{Step: step, Type: typ, Time: now, Data: raw}
+}
+
+// planState is the plan the model stated, as "PLAN: a; b; c" in its text.
+type planState struct {
+	Steps   []string `json:"steps,omitempty"`
+	Version int      `json:"version"`
+}
+
+func (p *planState) update(text string) bool {
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		rest, ok := strings.CutPrefix(line, "PLAN:")
+		if !ok {
+			continue
+		}
+		var steps []string
+		for s := range strings.SplitSeq(rest, ";") {
+			if s = strings.TrimSpace(s); s != "" {
+				steps = append(steps, s)
+			}
+		}
+		if len(steps) == 0 || slices.Equal(steps, p.Steps) {
+			return false
+		}
+		p.Steps = steps
+		p.Version++
+		return true
+	}
+	return false
+}

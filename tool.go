@@ -1,0 +1,194 @@
+package belay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// EffectClass says what a tool does to the world. It decides how the runtime
+// treats a call: reads run freely and may be retried; writes and
+// irreversible calls go through the idempotency ledger.
+type EffectClass string
+
+const (
+	// Read tools change nothing; calling them twice is harmless.
+	Read EffectClass = "read"
+	// Write tools change state that can be changed back.
+	Write EffectClass = "write"
+	// Irreversible tools change what cannot be undone: money, deletion,
+	// anything a customer sees.
+	Irreversible EffectClass = "irreversible"
+)
+
+// SideEffecting reports whether calls of this class go through the ledger.
+func (c EffectClass) SideEffecting() bool { return c == Write || c == Irreversible }
+
+// DefaultToolTimeout bounds a tool call that sets no Timeout.
+const DefaultToolTimeout = 30 * time.Second
+
+// Tool is something the model can call.
+//
+// Build one with NewTool from a typed Go function, or fill the struct
+// directly when the arguments are already JSON.
+type Tool struct {
+	// Name is how the model calls the tool. Required.
+	Name string
+	// Description tells the model what the tool does and when to use it.
+	Description string
+	// InputSchema is the JSON Schema of the arguments. NewTool derives it.
+	InputSchema json.RawMessage
+	// Effect is the tool's effect class. Default Read.
+	Effect EffectClass
+	// KeyFields name the arguments that identify the intent of a
+	// side-effecting call (say charge_id and amount for a refund). The
+	// idempotency key is derived from the run, the tool and these fields, so
+	// the same intent asked again under a new tool_use id maps to the same
+	// key. Default: all arguments.
+	KeyFields []string
+	// HonorsKey declares that the downstream system deduplicates by the
+	// idempotency key the tool passes on, so calling again under the same key
+	// cannot apply the effect twice.
+	HonorsKey bool
+	// Timeout bounds one attempt. Default DefaultToolTimeout.
+	Timeout time.Duration
+	// Retry says how transient failures are retried. Zero fields take
+	// RetryPolicy's defaults.
+	Retry RetryPolicy
+	// Breaker configures the tool's circuit breaker. Zero fields take
+	// BreakerPolicy's defaults.
+	Breaker BreakerPolicy
+
+	// Call performs the call with arguments already validated against
+	// InputSchema. Its result must be JSON. Required.
+	Call func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+	// Reconcile asks the downstream system whether the effect under key
+	// happened, when a call's outcome is unknown. It returns the result and
+	// found true if it did. Optional.
+	Reconcile func(ctx context.Context, key string, args json.RawMessage) (result json.RawMessage, found bool, err error)
+
+	schema *jsonschema.Resolved
+}
+
+// NewTool builds a tool from a typed function. The input schema is derived
+// from In; arguments that do not match it are returned to the model as an
+// error result and fn is not called.
+func NewTool[In, Out any](name, description string, effect EffectClass, fn func(ctx context.Context, in In) (Out, error)) Tool {
+	t := Tool{Name: name, Description: description, Effect: effect}
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("belay: tool %q: derive input schema: %v", name, err))
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		panic(fmt.Sprintf("belay: tool %q: encode input schema: %v", name, err))
+	}
+	t.InputSchema = raw
+	t.Call = func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, &ArgumentError{Tool: name, Err: err}
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	}
+	return t
+}
+
+// validate checks the definition and resolves its schema once.
+func (t *Tool) validate() error {
+	if t.Name == "" {
+		return errors.New("tool without a name")
+	}
+	if t.Call == nil {
+		return fmt.Errorf("tool %q has no Call", t.Name)
+	}
+	switch t.Effect {
+	case "":
+		t.Effect = Read
+	case Read, Write, Irreversible:
+	default:
+		return fmt.Errorf("tool %q: unknown effect class %q (want read, write or irreversible)", t.Name, t.Effect)
+	}
+	if t.Timeout == 0 {
+		t.Timeout = DefaultToolTimeout
+	}
+	t.Retry.applyDefaults()
+	t.Breaker.applyDefaults()
+	if len(t.InputSchema) == 0 {
+		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(t.InputSchema, &s); err != nil {
+		return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+	}
+	resolved, err := s.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+	}
+	t.schema = resolved
+	return nil
+}
+
+// checkArgs validates arguments from the model against the tool's schema.
+func (t *Tool) checkArgs(args json.RawMessage) error {
+	var instance any
+	if err := json.Unmarshal(args, &instance); err != nil {
+		return &ArgumentError{Tool: t.Name, Err: fmt.Errorf("arguments are not valid JSON: %w", err)}
+	}
+	if t.schema == nil {
+		return nil
+	}
+	if err := t.schema.Validate(instance); err != nil {
+		return &ArgumentError{Tool: t.Name, Err: err}
+	}
+	return nil
+}
+
+// ArgumentError is returned to the model when its arguments do not fit the
+// tool. The model fixes them; the runtime never retries.
+type ArgumentError struct {
+	Tool string
+	Err  error
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("invalid arguments for %s: %v", e.Tool, e.Err)
+}
+
+func (e *ArgumentError) Unwrap() error { return e.Err }
+
+// CallInfo describes the tool call in progress. Tools read it with
+// CallInfoFrom to pass the idempotency key downstream.
+type CallInfo struct {
+	RunID  string
+	Tenant string
+	Step   int
+	// ToolUseID is the model's id for this call. It changes when the model
+	// asks again; never use it as an idempotency key.
+	ToolUseID string
+	// IdempotencyKey is the business-level key of a side-effecting call;
+	// empty for reads. Pass it to downstream systems that honour keys.
+	IdempotencyKey string
+	// Attempt counts calls under this key, from 1.
+	Attempt int
+}
+
+type callInfoKey struct{}
+
+// CallInfoFrom returns the call a tool is serving.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	ci, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	return ci, ok
+}
+
+func withCallInfo(ctx context.Context, ci CallInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, ci)
+}
