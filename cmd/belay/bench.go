@@ -1,0 +1,480 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/model/scripted"
+	"github.com/belayrun/belay/store"
+)
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", stderr)
+	var cfg benchConfig
+	fs.IntVar(&cfg.runs, "runs", 200, "number of runs")
+	fs.IntVar(&cfg.steps, "steps", 8, "durable steps (tool calls) per run")
+	fs.IntVar(&cfg.concurrency, "concurrency", 64, "runs executed at once (the runtime's Workers)")
+	kind := fs.String("store", "sqlite", "store to measure: sqlite")
+	db := fs.String("db", "", "path of a new SQLite database to write and keep (default: a temporary file, removed after)")
+	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Runs N agents of K tool calls each against a scripted model and a no-op tool,")
+		fmt.Fprintln(stderr, "so what is measured is Belay itself: durable steps per second, per-step overhead,")
+		fmt.Fprintln(stderr, "bytes written per step and group commit.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
+	}
+	if cfg.runs < 1 || cfg.steps < 1 || cfg.concurrency < 1 {
+		return usageError{"bench: --runs, --steps and --concurrency must be at least 1"}
+	}
+	switch *kind {
+	case "sqlite":
+	case "postgres":
+		return errors.New("bench: the postgres store is not built yet (issue 6)")
+	default:
+		return usageError{fmt.Sprintf("bench: unknown store %q (want sqlite)", *kind)}
+	}
+
+	cfg.path = *db
+	if cfg.path == "" {
+		dir, err := os.MkdirTemp("", "belay-bench-")
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cfg.path = filepath.Join(dir, "bench.db")
+	} else if _, err := os.Stat(cfg.path); !errors.Is(err, os.ErrNotExist) {
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		return fmt.Errorf("bench: %s exists; bench writes a new database (remove it or pass another --db)", cfg.path)
+	}
+	cfg.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if isTerminal(stderr) {
+		cfg.progress = stderr
+	}
+
+	res, err := bench(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	res.print(stdout)
+	if *db != "" {
+		fmt.Fprintf(stdout, "\nThe runs are in %s: belay runs --db %s\n", *db, *db)
+	}
+	return nil
+}
+
+type benchConfig struct {
+	runs, steps, concurrency int
+	path                     string
+	log                      *slog.Logger
+	// progress, if set, receives a progress bar.
+	progress io.Writer
+}
+
+// benchResult is what `belay bench --json` prints. Seconds is the wall time
+// of the execution, from Start until no run is left; creating the runs is
+// not timed, and Commits and Writes count the execution only.
+type benchResult struct {
+	Runs           int     `json:"runs"`
+	StepsPerRun    int     `json:"steps_per_run"`
+	Concurrency    int     `json:"concurrency"`
+	Store          string  `json:"store"`
+	Steps          int     `json:"steps"`
+	Seconds        float64 `json:"seconds"`
+	StepsPerSec    float64 `json:"steps_per_sec"`
+	OverheadP50MS  float64 `json:"overhead_p50_ms"`
+	OverheadP99MS  float64 `json:"overhead_p99_ms"`
+	BytesPerStep   float64 `json:"bytes_per_step"`
+	DBBytesPerStep float64 `json:"db_bytes_per_step"`
+	Commits        int64   `json:"commits"`
+	Writes         int64   `json:"writes"`
+	PeakRSSMB      float64 `json:"peak_rss_mb"`
+}
+
+func (r benchResult) print(w io.Writer) {
+	fmt.Fprintf(w, "belay bench: %d runs x %d steps, concurrency %d, store %s\n\n", r.Runs, r.StepsPerRun, r.Concurrency, r.Store)
+	fmt.Fprintf(w, "  durable steps      %d\n", r.Steps)
+	fmt.Fprintf(w, "  wall time          %.3f s (execution; creating the runs is not timed)\n", r.Seconds)
+	fmt.Fprintf(w, "  throughput         %.1f durable steps/s\n", r.StepsPerSec)
+	fmt.Fprintf(w, "  overhead per step  p50 %.3f ms, p99 %.3f ms (step time minus model and tools)\n", r.OverheadP50MS, r.OverheadP99MS)
+	fmt.Fprintf(w, "  bytes per step     %.0f written, %.0f of database\n", r.BytesPerStep, r.DBBytesPerStep)
+	ratio := 0.0
+	if r.Commits > 0 {
+		ratio = float64(r.Writes) / float64(r.Commits)
+	}
+	fmt.Fprintf(w, "  group commit       %d writes in %d commits (%.1f writes per commit)\n", r.Writes, r.Commits, ratio)
+	fmt.Fprintf(w, "  peak memory        %.1f MB\n", r.PeakRSSMB)
+}
+
+// bench creates the runs, executes them all and measures.
+func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
+	s, err := openStore(ctx, cfg.path)
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer s.Close()
+
+	rec := newStepRecorder(cfg.runs * cfg.steps)
+	answered := newCountdown(cfg.runs)
+	rt, err := belay.New(belay.Config{
+		Store:        s,
+		Agents:       []*belay.Agent{benchAgent(cfg.steps, answered.done)},
+		Workers:      cfg.concurrency,
+		Logger:       cfg.log,
+		StepObserver: rec.observe,
+	})
+	if err != nil {
+		return benchResult{}, fmt.Errorf("bench: %w", err)
+	}
+	ids, err := createBenchRuns(ctx, rt, cfg.runs, cfg.concurrency)
+	if err != nil {
+		return benchResult{}, err
+	}
+
+	before := s.Stats()
+	stopProgress := startProgress(cfg.progress, &rec.n, cfg.runs*cfg.steps)
+	start := time.Now()
+	if err := rt.Start(ctx); err != nil {
+		stopProgress()
+		return benchResult{}, fmt.Errorf("bench: %w", err)
+	}
+	waitErr := waitRuns(ctx, s, answered.zero)
+	elapsed := time.Since(start)
+	stopProgress()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := rt.Stop(stopCtx); err != nil {
+		return benchResult{}, fmt.Errorf("bench: stop runtime: %w", err)
+	}
+	if waitErr != nil {
+		return benchResult{}, fmt.Errorf("bench: wait for runs: %w", waitErr)
+	}
+	after := s.Stats()
+	if err := checkBenchRuns(ctx, s, ids, cfg.steps); err != nil {
+		return benchResult{}, err
+	}
+	size, err := s.Size(ctx)
+	if err != nil {
+		return benchResult{}, fmt.Errorf("bench: %w", err)
+	}
+
+	steps := cfg.runs * cfg.steps
+	p50, p99 := rec.percentiles()
+	return benchResult{
+		Runs: cfg.runs, StepsPerRun: cfg.steps, Concurrency: cfg.concurrency, Store: "sqlite",
+		Steps:          steps,
+		Seconds:        round(elapsed.Seconds(), 6),
+		StepsPerSec:    round(float64(steps)/elapsed.Seconds(), 1),
+		OverheadP50MS:  round(ms(p50), 3),
+		OverheadP99MS:  round(ms(p99), 3),
+		BytesPerStep:   round(float64(after.BytesWritten-before.BytesWritten)/float64(steps), 1),
+		DBBytesPerStep: round(float64(size)/float64(steps), 1),
+		Commits:        after.Commits - before.Commits,
+		Writes:         after.Writes - before.Writes,
+		PeakRSSMB:      round(peakRSSMB(), 1),
+	}, nil
+}
+
+// benchAgent calls a no-op tool steps times, one call a turn, then answers
+// and calls answered. Nothing but Belay takes time: the model is scripted and
+// the tool returns at once.
+func benchAgent(steps int, answered func()) *belay.Agent {
+	noop := belay.Tool{
+		Name:        "noop",
+		Description: "Does nothing.",
+		Effect:      belay.Read,
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+		Call: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"ok":true}`), nil
+		},
+	}
+	m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		// The conversation is the input, then an assistant turn and its
+		// tool results per step.
+		done := (len(req.Messages) - 1) / 2
+		if done < steps {
+			args := json.RawMessage(`{"i":` + strconv.Itoa(done) + `}`)
+			return scripted.Reply{Calls: []scripted.Call{{Name: "noop", Args: args}}}, nil
+		}
+		answered()
+		return scripted.Reply{Text: "done"}, nil
+	})
+	return &belay.Agent{
+		Name:         "bench",
+		Model:        m,
+		Instructions: "Call noop until told otherwise.",
+		Tools:        []belay.Tool{noop},
+		MaxTurns:     steps + 1,
+		Prices:       scripted.Prices,
+	}
+}
+
+// createBenchRuns starts n runs from up to workers goroutines, so creation
+// shares commits the way execution does. It returns the ids in id order.
+func createBenchRuns(ctx context.Context, rt *belay.Runtime, n, workers int) ([]string, error) {
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:])
+	prefix := "bench-" + hex.EncodeToString(nonce[:]) + "-"
+
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, workers) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				run, _, err := rt.StartRun(ctx, belay.RunRequest{
+					Agent: "bench", ClientRequestID: prefix + strconv.Itoa(i), Input: "bench run " + strconv.Itoa(i),
+				})
+				ids[i], errs[i] = run.ID, err
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("bench: create runs: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// countdown closes zero when done has been called n times.
+type countdown struct {
+	left atomic.Int64
+	zero chan struct{}
+}
+
+func newCountdown(n int) *countdown {
+	c := &countdown{zero: make(chan struct{})}
+	c.left.Store(int64(n))
+	return c
+}
+
+func (c *countdown) done() {
+	if c.left.Add(-1) == 0 {
+		close(c.zero)
+	}
+}
+
+// waitRuns returns when no run in the store is queued or running; bench
+// writes a new database, so those are all its runs. Reading the store
+// competes with the runs for the CPU, so it is read rarely until answered
+// is closed (every run has its final answer and is writing its last
+// checkpoint), then every millisecond. A run that ends otherwise is still
+// noticed, later.
+func waitRuns(ctx context.Context, s store.Store, answered <-chan struct{}) error {
+	start := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-answered:
+			answered = nil
+		case <-timer.C:
+		}
+		busy, err := anyRunBusy(ctx, s)
+		if err != nil || !busy {
+			return err
+		}
+		if answered == nil {
+			timer.Reset(time.Millisecond)
+		} else {
+			timer.Reset(min(max(time.Since(start)/20, 10*time.Millisecond), time.Second))
+		}
+	}
+}
+
+// anyRunBusy reports whether a run is queued or running. Queued is read
+// first: a run moves from queued to running, so one that moves between the
+// two reads is seen by the second.
+func anyRunBusy(ctx context.Context, s store.Store) (bool, error) {
+	for _, st := range []store.Status{store.StatusQueued, store.StatusRunning} {
+		runs, err := s.ListRuns(ctx, store.ListRunsParams{Status: st, Limit: 1})
+		if err != nil {
+			return false, err
+		}
+		if len(runs) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// checkBenchRuns fails unless every run is done after exactly steps steps.
+func checkBenchRuns(ctx context.Context, s store.Store, ids []string, steps int) error {
+	var bad []string
+	for _, id := range ids {
+		run, err := s.GetRun(ctx, "", id)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		switch {
+		case run.Status != store.StatusDone:
+			bad = append(bad, fmt.Sprintf("%s is %s (%s: %s)", run.ID, run.Status, run.StopReason, oneLine(run.StopDetail, 120)))
+		case run.Step != steps:
+			bad = append(bad, fmt.Sprintf("%s is done after %d steps, not %d", run.ID, run.Step, steps))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	const shown = 3
+	n, more := len(bad), ""
+	if n > shown {
+		more = fmt.Sprintf("; and %d more", n-shown)
+		bad = bad[:shown]
+	}
+	return fmt.Errorf("bench: %d of %d runs did not end done: %s%s", n, len(ids), strings.Join(bad, "; "), more)
+}
+
+// stepRecorder collects the overhead of every step from the runtime's
+// StepObserver, which runs on the workers' goroutines.
+type stepRecorder struct {
+	n         atomic.Int64
+	overheads []time.Duration
+}
+
+func newStepRecorder(steps int) *stepRecorder {
+	return &stepRecorder{overheads: make([]time.Duration, steps)}
+}
+
+func (r *stepRecorder) observe(t belay.StepTiming) {
+	i := r.n.Add(1) - 1
+	if i < int64(len(r.overheads)) {
+		r.overheads[i] = t.Total - t.Model - t.Tools
+	}
+}
+
+// percentiles returns the 50th and 99th percentile (nearest rank) of the
+// steps observed. Call it once the runtime has stopped.
+func (r *stepRecorder) percentiles() (p50, p99 time.Duration) {
+	d := r.overheads[:min(int(r.n.Load()), len(r.overheads))]
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	rank := func(q float64) time.Duration { return d[max(0, int(math.Ceil(q*float64(len(d))))-1)] }
+	return rank(0.50), rank(0.99)
+}
+
+// startProgress draws a progress bar on w until the returned function is
+// called. With w nil it draws nothing.
+func startProgress(w io.Writer, done *atomic.Int64, total int) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	start := time.Now()
+	draw := func() {
+		n := min(int(done.Load()), total)
+		const width = 30
+		filled := width * n / total
+		fmt.Fprintf(w, "\r\033[Kbench [%s%s] %d/%d steps %.1fs", strings.Repeat("#", filled),
+			strings.Repeat(".", width-filled), n, total, time.Since(start).Seconds())
+	}
+	wg.Go(func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				draw()
+			}
+		}
+	})
+	return func() {
+		close(quit)
+		wg.Wait()
+		fmt.Fprint(w, "\r\033[K")
+	}
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// peakRSSMB is the process's peak resident memory. Linux reports it in
+// /proc; elsewhere the memory the Go runtime holds now stands in for it,
+// which leaves out SQLite's own allocations.
+func peakRSSMB() float64 {
+	if f, err := os.Open("/proc/self/status"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
+			if !ok {
+				continue
+			}
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	sample := []metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 || sample[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return float64(sample[0].Value.Uint64()-sample[1].Value.Uint64()) / (1 << 20)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func round(x float64, decimals int) float64 {
+	p := math.Pow(10, float64(decimals))
+	return math.Round(x*p) / p
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBenchJSON(t *testing.T) {
+	t.Parallel()
+	out, err := belayCmd(t, "bench", "--runs", "4", "--steps", "3", "--concurrency", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	for k, want := range map[string]any{"runs": 4.0, "steps_per_run": 3.0, "concurrency": 2.0, "store": "sqlite", "steps": 12.0} {
+		if res[k] != want {
+			t.Errorf("%s = %v, want %v", k, res[k], want)
+		}
+	}
+	for _, k := range []string{"seconds", "steps_per_sec", "overhead_p50_ms", "overhead_p99_ms", "bytes_per_step",
+		"db_bytes_per_step", "commits", "writes", "peak_rss_mb"} {
+		if _, ok := res[k].(float64); !ok {
+			t.Errorf("%s = %v, want a number", k, res[k])
+		}
+	}
+	if res["writes"].(float64) < res["commits"].(float64) || res["commits"].(float64) == 0 {
+		t.Errorf("writes %v, commits %v: every commit holds at least one write", res["writes"], res["commits"])
+	}
+}
+
+func TestBenchKeepsDB(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "bench.db")
+	out, err := belayCmd(t, "bench", "--runs", "3", "--steps", "2", "--concurrency", "3", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "durable steps      6") {
+		t.Errorf("report should count 6 durable steps:\n%s", out)
+	}
+	out, err = belayCmd(t, "runs", "--db", db, "--status", "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, " bench "); n != 3 {
+		t.Errorf("want 3 done bench runs in %s, got %d:\n%s", db, n, out)
+	}
+
+	_, err = belayCmd(t, "bench", "--runs", "1", "--db", db)
+	if err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Errorf("bench into an existing database: got %v, want a refusal", err)
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	t.Parallel()
+	_, err := belayCmd(t, "bench", "--store", "postgres")
+	if err == nil || !strings.Contains(err.Error(), "the postgres store is not built yet (issue 6)") {
+		t.Errorf("--store postgres: got %v", err)
+	}
+	for _, args := range [][]string{
+		{"bench", "--store", "mysql"},
+		{"bench", "--runs", "0"},
+		{"bench", "--concurrency", "0"},
+	} {
+		_, err := belayCmd(t, args...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: got %v, want a usage error", args, err)
+		}
+	}
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/examples/support"
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/model/scripted"
+	"github.com/belayrun/belay/store"
+)
+
+const demoInput = "Hi, I was charged twice for my last invoice (INV-2026-004512). Can you fix it? - Ada (ada@example.com), ticket T-1001"
+
+// demoSummary is what `belay demo --json` prints.
+type demoSummary struct {
+	RunID       string         `json:"run_id"`
+	Status      store.Status   `json:"status"`
+	StopReason  string         `json:"stop_reason"`
+	Steps       int            `json:"steps"`
+	ModelCalls  int64          `json:"model_calls"`
+	SideEffects map[string]int `json:"side_effects"`
+	CostUSD     float64        `json:"cost_usd"`
+	Crashes     int            `json:"crashes"`
+	Resumes     int            `json:"resumes"`
+	Final       string         `json:"final"`
+	DB          string         `json:"db"`
+}
+
+// runDemo runs the support-desk scenario: a worker process is killed with
+// SIGKILL right after the refund lands and before Belay records it; a new
+// process resumes the run, finds the refund instead of making it again, and
+// finishes with the world verified.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("demo", stderr)
+	asJSON := fs.Bool("json", false, "print only the summary, as one JSON object")
+	dbPath := fs.String("db", "", "path of the SQLite database (default: a new one in a temporary directory)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	say := func(format string, a ...any) {
+		if !*asJSON {
+			fmt.Fprintf(stdout, format+"\n", a...)
+		}
+	}
+	if *dbPath == "" {
+		dir, err := os.MkdirTemp("", "belay-demo-")
+		if err != nil {
+			return err
+		}
+		*dbPath = filepath.Join(dir, "belay.db")
+	}
+	worldPath := *dbPath + ".world"
+
+	st, err := openStore(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	world, err := support.OpenWorld(ctx, worldPath)
+	if err != nil {
+		return err
+	}
+	defer world.Close()
+	if err := world.Seed(ctx); err != nil {
+		return err
+	}
+	agent := support.NewAgent(world, scripted.Func(support.Script()))
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}})
+	if err != nil {
+		return err
+	}
+	run, _, err := rt.StartRun(ctx, belay.RunRequest{
+		Agent: "support", Tenant: "acme", User: "ada", ClientRequestID: "T-1001", Input: demoInput,
+	})
+	if err != nil {
+		return err
+	}
+	say("Belay demo: the support desk")
+	say("  store   %s (SQLite, synchronous=FULL)", *dbPath)
+	say("  world   %s (billing, mailbox, CRM)", worldPath)
+	say("  run     %s for ticket T-1001, agent support@%s", run.ID, agent.Version)
+	say("")
+	say("customer> %s", demoInput)
+	say("")
+
+	printer := &tracePrinter{store: st, runID: run.ID, w: stdout, quiet: *asJSON}
+	summary := demoSummary{RunID: run.ID, DB: *dbPath}
+
+	// The payment processor will apply the refund and lose its response;
+	// worker 1 records that the outcome is unknown and is then killed,
+	// before it can find out or checkpoint anything else.
+	if err := world.SetLoseRefundResponses(ctx, 1); err != nil {
+		return err
+	}
+	say("[worker 1] starting; billing will apply the refund and lose the response, and the worker will be killed right after")
+	crashed, err := demoWorker(ctx, *dbPath, printer, "--crash-at-unknown")
+	if err != nil {
+		return err
+	}
+	if crashed {
+		summary.Crashes++
+		say("")
+		say("[demo] SIGKILL sent to worker 1: the refund is in the billing system; Belay's ledger only knows it may be")
+		say("")
+		summary.Resumes++
+		say("[worker 2] starting on the same store; it takes over the dead worker's lease at once")
+	}
+	if _, err := demoWorker(ctx, *dbPath, printer); err != nil {
+		return err
+	}
+	printer.flush(ctx)
+
+	run, err = st.GetRun(ctx, "", run.ID)
+	if err != nil {
+		return err
+	}
+	counts, err := world.Counts(ctx)
+	if err != nil {
+		return err
+	}
+	summary.Status = run.Status
+	summary.StopReason = run.StopReason
+	summary.Steps = run.Step
+	summary.ModelCalls = run.ModelCalls
+	summary.CostUSD = model.Nanodollars(run.CostNanoUSD).Dollars()
+	summary.Final = run.Final
+	summary.SideEffects = map[string]int{"refunds": counts.Refunds, "emails": counts.Emails, "notes": counts.Notes}
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(summary)
+	}
+	say("")
+	say("assistant> %s", run.Final)
+	say("")
+	say("summary")
+	say("  status        %s (%s)", run.Status, run.StopReason)
+	say("  steps         %d, model calls %d, cost $%.6f", run.Step, run.ModelCalls, summary.CostUSD)
+	say("  crashes       %d, resumes %d", summary.Crashes, summary.Resumes)
+	say("  side effects  %d refund, %d email, %d CRM note", counts.Refunds, counts.Emails, counts.Notes)
+	if counts.Refunds == 1 {
+		say("  the refund's response was lost and its worker killed; billing was asked, not charged again: one refund")
+	}
+	say("")
+	say("look closer:  go run ./cmd/belay show %s --db %s", run.ID, *dbPath)
+	say("              go run ./cmd/belay trace %s --db %s", run.ID, *dbPath)
+	if run.Status != store.StatusDone {
+		return fmt.Errorf("demo run ended %s (%s), not done", run.Status, run.StopReason)
+	}
+	return nil
+}
+
+// demoWorker runs `belay worker` as a child process, printing the run's trace
+// as it advances. If the child reports a crash point, it is killed with
+// SIGKILL there; crashed reports whether that happened.
+func demoWorker(ctx context.Context, db string, printer *tracePrinter, flags ...string) (crashed bool, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return false, err
+	}
+	args := append([]string{"worker", "--db", db}, flags...)
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return false, err
+	}
+	if err := cmd.Start(); err != nil {
+		return false, fmt.Errorf("start worker: %w", err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				printer.flush(ctx)
+				if err := cmd.Wait(); err != nil {
+					return false, fmt.Errorf("worker: %w: %s", err, errOut.String())
+				}
+				return false, nil
+			}
+			if strings.HasPrefix(line, crashMarker) {
+				printer.flush(ctx)
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					return false, fmt.Errorf("kill worker: %w", err)
+				}
+				_ = cmd.Wait()
+				return true, nil
+			}
+		case <-tick.C:
+			printer.flush(ctx)
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return false, ctx.Err()
+		}
+	}
+}
+
+// tracePrinter prints a run's trace events as a readable account, each one
+// once, as they appear in the store.
+type tracePrinter struct {
+	store store.Store
+	runID string
+	w     io.Writer
+	quiet bool
+	seen  int64
+}
+
+func (p *tracePrinter) flush(ctx context.Context) {
+	events, err := p.store.Events(ctx, p.runID)
+	if err != nil {
+		return
+	}
+	for _, ev := range events {
+		if ev.Seq <= p.seen {
+			continue
+		}
+		p.seen = ev.Seq
+		if line := describeEvent(ev); line != "" && !p.quiet {
+			fmt.Fprintf(p.w, "  step %d  %s\n", ev.Step, line)
+		}
+	}
+}
+
+// describeEvent renders one trace event for a person, or "" to skip it.
+func describeEvent(ev store.Event) string {
+	var d map[string]any
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return ev.Type
+	}
+	str := func(k string) string { s, _ := d[k].(string); return s }
+	switch ev.Type {
+	case "claimed":
+		if resumed, _ := d["resumed"].(bool); resumed {
+			return fmt.Sprintf("claimed at epoch %v, resuming from the last checkpoint", d["epoch"])
+		}
+		return fmt.Sprintf("claimed at epoch %v", d["epoch"])
+	case "model_call":
+		var calls []string
+		if cs, ok := d["tool_calls"].([]any); ok {
+			for _, c := range cs {
+				if m, ok := c.(map[string]any); ok {
+					calls = append(calls, fmt.Sprint(m["name"]))
+				}
+			}
+		}
+		thought := firstLine(str("thought"))
+		if len(calls) == 0 {
+			return fmt.Sprintf("model answers (%v in / %v out tokens)", d["input_tokens"], d["output_tokens"])
+		}
+		if thought != "" {
+			thought = " - " + thought
+		}
+		return fmt.Sprintf("model asks for %s%s", strings.Join(calls, ", "), thought)
+	case "tool_result":
+		mark := "ok"
+		if isErr, _ := d["is_error"].(bool); isErr {
+			mark = "error"
+		}
+		return fmt.Sprintf("  %s -> %s: %s", str("tool"), mark, firstLine(str("preview")))
+	case "effect_reused":
+		return fmt.Sprintf("  %s already done under key %s: recorded result returned, not called again", str("tool"), str("key"))
+	case "effect_unknown":
+		return fmt.Sprintf("  %s: outcome UNKNOWN, %s; intent %s recorded as unknown, not retried", str("tool"), cause(str("error")), str("key"))
+	case "reconcile":
+		if found, _ := d["found"].(bool); found {
+			return fmt.Sprintf("  %s: pending intent %s found downstream; recorded, not repeated", str("tool"), str("key"))
+		}
+		return fmt.Sprintf("  %s: pending intent %s not found downstream; safe to call", str("tool"), str("key"))
+	case "checkpoint":
+		return "checkpoint"
+	case "verify":
+		if ok, _ := d["ok"].(bool); ok {
+			return fmt.Sprintf("verified: %s", str("requirement"))
+		}
+		return fmt.Sprintf("NOT verified: %s", str("requirement"))
+	case "stop":
+		return fmt.Sprintf("run %s (%s)", str("status"), str("reason"))
+	case "released":
+		return "lease released"
+	}
+	return ""
+}
+
+// cause drops the context a tool error carries around its cause: "refund
+// charge CH-2: no response: outcome unknown: ..." becomes "no response".
+func cause(s string) string {
+	s = strings.TrimSuffix(s, ": "+belay.ErrUnknownOutcome.Error())
+	if _, rest, ok := strings.Cut(s, ": "); ok {
+		return rest
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 110 {
+		s = s[:110] + "…"
+	}
+	return s
+}

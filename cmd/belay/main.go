@@ -1,0 +1,99 @@
+// Command belay runs Belay's demo, workers and operator tools.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(os.Stderr, "belay:", err)
+			os.Exit(2)
+		}
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "belay:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake in how belay was invoked.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// command is one subcommand: a name, a line of help and the function that
+// runs it with its own arguments.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	hidden  bool
+}
+
+func commands() []command {
+	return []command{
+		{name: "demo", summary: "run the support-desk scenario, with a crash and a resume", run: runDemo},
+		{name: "runs", summary: "list runs with status, steps and cost", run: runRuns},
+		{name: "show", summary: "show one run: status, messages, side effects, cost (--json: the checkpoint)", run: runShow},
+		{name: "trace", summary: "print a run's trace as JSONL", run: runTrace},
+		{name: "bench", summary: "measure durable steps per second and per-step overhead", run: runBench},
+		{name: "worker", summary: "execute due runs of the support agent (used by demo)", run: runWorker, hidden: true},
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	usage(stderr)
+	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "belay: a durable runtime for AI agents")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "usage: belay COMMAND [flags]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands that open a store take --db PATH (default ./belay.db, or $BELAY_DB).")
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("belay "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// dbFlag registers --db with its default from BELAY_DB.
+func dbFlag(fs *flag.FlagSet) *string {
+	def := os.Getenv("BELAY_DB")
+	if def == "" {
+		def = "belay.db"
+	}
+	return fs.String("db", def, "path of the SQLite database")
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/examples/support"
+	"github.com/belayrun/belay/model/scripted"
+	"github.com/belayrun/belay/store"
+)
+
+// crashMarker is what a worker started with --crash-after prints when it
+// reaches its crash point; it then waits to be killed.
+const crashMarker = "CRASHPOINT"
+
+// runWorker executes the due runs of the support agent until none is due.
+// The demo starts it as a separate process so that it can kill it.
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("worker", stderr)
+	db := dbFlag(fs)
+	worldPath := fs.String("world", "", "path of the support world's database (default: DB + .world)")
+	crashAfter := fs.String("crash-after", "", "after this kind of side effect lands (refund, email, note), stop and wait to be killed")
+	crashAtUnknown := fs.Bool("crash-at-unknown", false, "once an unknown outcome is recorded, stop and wait to be killed")
+	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *worldPath == "" {
+		*worldPath = *db + ".world"
+	}
+	st, err := openStore(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	world, err := support.OpenWorld(ctx, *worldPath)
+	if err != nil {
+		return err
+	}
+	defer world.Close()
+	if *crashAfter != "" {
+		world.AfterEffect = func(kind string) {
+			if kind != *crashAfter {
+				return
+			}
+			// The effect has landed downstream and Belay has not recorded
+			// it: the worst moment to die.
+			hang(ctx, stdout, kind)
+		}
+	}
+	var runStore store.Store = st
+	if *crashAtUnknown {
+		runStore = &crashAtUnknownStore{Store: st, crash: func() { hang(ctx, stdout, "unknown-outcome") }}
+	}
+	rt, err := belay.New(belay.Config{
+		Store:    runStore,
+		Agents:   []*belay.Agent{support.NewAgent(world, scripted.Func(support.Script()))},
+		LeaseTTL: *leaseTTL,
+	})
+	if err != nil {
+		return err
+	}
+	return rt.Drain(ctx)
+}
+
+// hang says that the worker reached its crash point and waits to be killed.
+func hang(ctx context.Context, stdout io.Writer, point string) {
+	fmt.Fprintln(stdout, crashMarker, point)
+	if f, ok := stdout.(*os.File); ok {
+		_ = f.Sync()
+	}
+	<-ctx.Done()
+}
+
+// crashAtUnknownStore hangs the worker right after it records that a side
+// effect's outcome is unknown: the effect may have landed, and nothing but
+// the ledger says so.
+type crashAtUnknownStore struct {
+	store.Store
+	crash func()
+}
+
+func (s *crashAtUnknownStore) Checkpoint(ctx context.Context, p store.CheckpointParams) error {
+	if err := s.Store.Checkpoint(ctx, p); err != nil {
+		return err
+	}
+	for _, e := range p.Effects {
+		if e.State == store.EffectUnknown {
+			s.crash()
+		}
+	}
+	return nil
+}
