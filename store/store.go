@@ -26,6 +26,8 @@ var (
 	ErrSchemaTooNew = errors.New("database schema is newer than this belay")
 	// ErrNotBelay: the file is not a Belay database.
 	ErrNotBelay = errors.New("not a belay database")
+	// ErrWrongStatus: the run is not in a status that allows the change.
+	ErrWrongStatus = errors.New("run is not in a status that allows this")
 )
 
 // Status is where a run is in its life.
@@ -91,8 +93,29 @@ type Run struct {
 	StopDetail string
 	Final      string
 
+	// Budget is the run's limits, opaque JSON owned by the runtime: set at
+	// creation, raised by operators through ResumeRun.
+	Budget json.RawMessage
+	// Escalation is the packet a person acts on when the run stopped for
+	// one, opaque JSON owned by the runtime.
+	Escalation json.RawMessage
+
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// OutboxMessage is a notification written in the transaction of the state
+// that caused it, delivered at least once.
+type OutboxMessage struct {
+	ID     int64
+	Tenant string
+	RunID  string
+	// Kind is what happened: "escalation", "approval_requested", ...
+	Kind        string
+	Payload     json.RawMessage
+	CreatedAt   time.Time
+	DeliveredAt time.Time
+	Attempts    int
 }
 
 // Message is one row of the append-only messages table. Content holds the
@@ -168,6 +191,7 @@ type CreateRunParams struct {
 	AgentVersion    string
 	Input           string
 	DryRun          bool
+	Budget          json.RawMessage
 	Now             time.Time
 	// Events are appended with the run, in the same transaction.
 	Events []Event
@@ -218,6 +242,7 @@ type RunUpdate struct {
 	StopReason   string
 	StopDetail   string
 	Final        string
+	Escalation   json.RawMessage
 	// LeaseExpires renews the lease; zero releases it (the owner is
 	// cleared, the epoch kept).
 	LeaseExpires time.Time
@@ -241,6 +266,34 @@ type CheckpointParams struct {
 	Messages []Message
 	Events   []Event
 	Effects  []EffectUpdate
+	// Outbox holds notifications to deliver; Tenant and RunID are set from
+	// the run.
+	Outbox []OutboxMessage
+}
+
+// ResumeRunParams puts a run that waits for a person back in the queue.
+type ResumeRunParams struct {
+	Tenant string
+	RunID  string
+	Now    time.Time
+	// From lists the statuses the run may be in; otherwise ErrWrongStatus.
+	From []Status
+	// Budget, if not nil, replaces the run's budget.
+	Budget json.RawMessage
+	// Events are appended in the same transaction.
+	Events []Event
+}
+
+// KillSwitchParams engages or releases a kill switch. The empty tenant is
+// the global switch.
+type KillSwitchParams struct {
+	Tenant  string
+	Engaged bool
+	Reason  string
+	Now     time.Time
+	// ResumeReason: when releasing, paused runs of the tenant (every tenant
+	// for the global switch) with this stop reason go back to the queue.
+	ResumeReason string
 }
 
 // BeginEffectParams records the intent of a side effect before the call goes
@@ -288,6 +341,18 @@ type Store interface {
 	Events(ctx context.Context, runID string) ([]Event, error)
 	// Effects returns the ledger rows of a run in the order they were begun.
 	Effects(ctx context.Context, tenant, runID string) ([]Effect, error)
+	// Outbox returns a run's notifications in order.
+	Outbox(ctx context.Context, runID string) ([]OutboxMessage, error)
+
+	// ResumeRun queues a run that waits for a person (an operator raised its
+	// budget, resolved an unknown outcome, ...) and returns it.
+	ResumeRun(ctx context.Context, p ResumeRunParams) (Run, error)
+	// SetKillSwitch engages or releases a kill switch. While a tenant's
+	// switch or the global one is engaged, ClaimRuns skips the tenant's runs.
+	SetKillSwitch(ctx context.Context, p KillSwitchParams) error
+	// KillSwitch reports whether the tenant's switch or the global one is
+	// engaged, and why.
+	KillSwitch(ctx context.Context, tenant string) (engaged bool, reason string, err error)
 
 	Close() error
 }

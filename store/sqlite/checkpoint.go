@@ -37,6 +37,7 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 			sql.Named("stop_reason", u.StopReason),
 			sql.Named("stop_detail", u.StopDetail),
 			sql.Named("final", u.Final),
+			sql.Named("escalation", []byte(u.Escalation)),
 			sql.Named("lease_expires", nanos(u.LeaseExpires)),
 			sql.Named("now", nanos(p.Now)),
 		)
@@ -52,7 +53,10 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 		if err := insertEvents(ctx, tx, p.Fence.RunID, p.Events); err != nil {
 			return err
 		}
-		return settleEffects(ctx, tx, p.Now, p.Effects)
+		if err := settleEffects(ctx, tx, p.Now, p.Effects); err != nil {
+			return err
+		}
+		return insertOutbox(ctx, tx, p.Fence.RunID, p.Now, p.Outbox)
 	})
 	if err != nil {
 		return fmt.Errorf("checkpoint run %s: %w", p.Fence.RunID, err)
@@ -61,7 +65,10 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 }
 
 func checkpointBytes(p store.CheckpointParams) int64 {
-	n := int64(len(p.Run.Plan) + len(p.Run.Guard) + len(p.Run.Final))
+	n := int64(len(p.Run.Plan) + len(p.Run.Guard) + len(p.Run.Final) + len(p.Run.Escalation))
+	for _, o := range p.Outbox {
+		n += int64(len(o.Payload))
+	}
 	for _, m := range p.Messages {
 		n += int64(len(m.Content))
 	}

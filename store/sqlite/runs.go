@@ -66,6 +66,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 			sql.Named("agent_version", p.AgentVersion),
 			sql.Named("input", p.Input),
 			sql.Named("dry_run", p.DryRun),
+			sql.Named("budget", []byte(p.Budget)),
 			sql.Named("now", nanos(p.Now)),
 		))
 		if err != nil {
@@ -241,7 +242,7 @@ func scanRun(row scanner) (store.Run, error) {
 		&r.InputTokens, &r.OutputTokens, &r.ModelCalls, &r.CostNanoUSD,
 		(*[]byte)(&r.Plan), (*[]byte)(&r.Guard),
 		&r.LeaseOwner, &leaseExpires, &r.LeaseEpoch, &resumeAfter,
-		&r.StopReason, &r.StopDetail, &r.Final, &created, &up,
+		&r.StopReason, &r.StopDetail, &r.Final, (*[]byte)(&r.Budget), (*[]byte)(&r.Escalation), &created, &up,
 	)
 	if err != nil {
 		return store.Run{}, err

@@ -223,7 +223,8 @@ var writeQueries = []string{
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
 	runRenewLeaseSQL, runCheckpointSQL, runFencedSQL,
 	messageInsertSQL, eventInsertSQL,
-	effectGetSQL, effectInsertSQL, effectRetrySQL, effectSettleSQL,
+	effectGetSQL, effectInsertSQL, effectRetrySQL, effectRestartSQL, effectSettleSQL,
+	outboxInsertSQL,
 }
 
 // writeTx is the batch's transaction as a request sees it. Its statements

@@ -48,6 +48,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CheckpointSettlesEffect", testCheckpointSettlesEffect},
 		{"CheckpointMissingEffect", testCheckpointMissingEffect},
 		{"ConcurrentCheckpoints", testConcurrentCheckpoints},
+		{"BudgetAndEscalation", testBudgetAndEscalation},
+		{"OutboxWithCheckpoint", testOutboxWithCheckpoint},
+		{"ResumeRun", testResumeRun},
+		{"KillSwitch", testKillSwitch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -137,6 +141,7 @@ func update(r store.Run) store.RunUpdate {
 		StopReason:   r.StopReason,
 		StopDetail:   r.StopDetail,
 		Final:        r.Final,
+		Escalation:   r.Escalation,
 		LeaseExpires: r.LeaseExpires,
 	}
 }
@@ -261,6 +266,8 @@ func checkRun(t *testing.T, what string, got, want store.Run) {
 	d.eq("StopReason", got.StopReason, want.StopReason)
 	d.eq("StopDetail", got.StopDetail, want.StopDetail)
 	d.eq("Final", got.Final, want.Final)
+	d.eq("Budget", got.Budget, want.Budget)
+	d.eq("Escalation", got.Escalation, want.Escalation)
 	d.eq("CreatedAt", got.CreatedAt, want.CreatedAt)
 	d.eq("UpdatedAt", got.UpdatedAt, want.UpdatedAt)
 	d.report(t, what)

@@ -15,6 +15,7 @@ SET status = @status,
     stop_reason = @stop_reason,
     stop_detail = @stop_detail,
     final = @final,
+    escalation = @escalation,
     lease_owner = CASE WHEN @lease_expires = 0 THEN '' ELSE lease_owner END,
     lease_expires = @lease_expires,
     updated_at = @now

@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	_ "embed"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/outbox_insert.sql
+	outboxInsertSQL string
+	//go:embed query/outbox_list.sql
+	outboxListSQL string
+	//go:embed query/run_resume.sql
+	runResumeSQL string
+	//go:embed query/kill_switch_set.sql
+	killSwitchSetSQL string
+	//go:embed query/kill_switch_get.sql
+	killSwitchGetSQL string
+	//go:embed query/run_requeue_stopped.sql
+	runRequeueStoppedSQL string
+)
+
+func insertOutbox(ctx context.Context, tx *writeTx, runID string, now time.Time, msgs []store.OutboxMessage) error {
+	for _, m := range msgs {
+		if _, err := tx.ExecContext(ctx, outboxInsertSQL,
+			sql.Named("run_id", runID),
+			sql.Named("kind", m.Kind),
+			sql.Named("payload", []byte(m.Payload)),
+			sql.Named("now", nanos(now)),
+		); err != nil {
+			return fmt.Errorf("outbox %s: %w", m.Kind, err)
+		}
+	}
+	return nil
+}
+
+// Outbox returns a run's notifications in order.
+func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage, error) {
+	rows, err := s.read.QueryContext(ctx, outboxListSQL, sql.Named("run_id", runID))
+	if err != nil {
+		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []store.OutboxMessage
+	for rows.Next() {
+		var (
+			m                  store.OutboxMessage
+			created, delivered int64
+		)
+		if err := rows.Scan(&m.ID, &m.Tenant, &m.RunID, &m.Kind, (*[]byte)(&m.Payload), &created, &delivered, &m.Attempts); err != nil {
+			return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
+		}
+		m.CreatedAt, m.DeliveredAt = fromNanos(created), fromNanos(delivered)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// ResumeRun queues a run that waits for a person.
+func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.Run, error) {
+	var run store.Run
+	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
+		cur, err := scanRun(tx.QueryRowContext(ctx, runGetSQL, sql.Named("id", p.RunID), sql.Named("tenant", p.Tenant)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(p.From, cur.Status) {
+			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, cur.Status)
+		}
+		var budget any
+		if p.Budget != nil {
+			budget = []byte(p.Budget)
+		}
+		run, err = scanRun(tx.QueryRowContext(ctx, runResumeSQL,
+			sql.Named("id", p.RunID),
+			sql.Named("tenant", p.Tenant),
+			sql.Named("budget", budget),
+			sql.Named("now", nanos(p.Now)),
+		))
+		if err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, p.RunID, p.Events)
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("resume run %s: %w", p.RunID, err)
+	}
+	return run, nil
+}
+
+// SetKillSwitch engages or releases a kill switch; releasing one queues the
+// runs it paused that no other engaged switch still covers.
+func (s *Store) SetKillSwitch(ctx context.Context, p store.KillSwitchParams) error {
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		if _, err := tx.ExecContext(ctx, killSwitchSetSQL,
+			sql.Named("tenant", p.Tenant),
+			sql.Named("engaged", p.Engaged),
+			sql.Named("reason", p.Reason),
+			sql.Named("now", nanos(p.Now)),
+		); err != nil {
+			return err
+		}
+		if p.Engaged || p.ResumeReason == "" {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, runRequeueStoppedSQL,
+			sql.Named("tenant", p.Tenant),
+			sql.Named("stop_reason", p.ResumeReason),
+			sql.Named("now", nanos(p.Now)),
+		)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set kill switch: %w", err)
+	}
+	return nil
+}
+
+// KillSwitch reports whether the tenant's switch or the global one is
+// engaged.
+func (s *Store) KillSwitch(ctx context.Context, tenant string) (bool, string, error) {
+	var (
+		engaged bool
+		reason  string
+	)
+	err := s.read.QueryRowContext(ctx, killSwitchGetSQL, sql.Named("tenant", tenant)).Scan(&engaged, &reason)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("kill switch of %q: %w", tenant, err)
+	}
+	return engaged, reason, nil
+}
