@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/belayrun/belay/internal/ledger"
 	"github.com/belayrun/belay/model"
@@ -48,6 +49,7 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 			Model: x.modelTime, Tools: x.toolTime})
 	}
 	x.modelTime, x.toolTime = 0, 0
+	x.stepStart = time.Time{}
 	return nil
 }
 

@@ -115,8 +115,12 @@ func (x *execution) loop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		x.stepStart = x.r.cfg.now()
 		last := x.msgs[len(x.msgs)-1]
+		// A step runs from the model call to the checkpoint of its tool
+		// results; a resumed step starts where the worker picked it up.
+		if last.Role == model.RoleUser || x.stepStart.IsZero() {
+			x.stepStart = x.r.cfg.now()
+		}
 		var err error
 		switch {
 		case last.Role == model.RoleAssistant && len(model.ToolUses(last.Content)) > 0:
