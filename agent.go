@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/belayrun/belay/internal/guard"
 	"github.com/belayrun/belay/model"
 )
 
@@ -26,9 +27,9 @@ type Agent struct {
 	Instructions string
 	// Tools are what the model may call.
 	Tools []Tool
-	// MaxTurns stops a run that has called the model this many times.
-	// Default 50.
-	MaxTurns int
+	// Budget caps each run's turns, tokens, cost and time; a run may
+	// tighten or widen it when it starts. Budget.MaxTurns defaults to 50.
+	Budget Budget
 	// MaxOutputTokens caps one model response. Default 1024.
 	MaxOutputTokens int
 	// Prices turn token usage into cost. A model missing from the table
@@ -37,8 +38,15 @@ type Agent struct {
 	// Requirements are checked against real state when the model stops
 	// calling tools. A run is done only if all hold.
 	Requirements []Requirement
+	// LoopDetector finds stuck runs. Default: the progress detector.
+	LoopDetector LoopDetector
+	// CustomerMessage is what an escalated run tells the customer. Default
+	// DefaultCustomerMessage.
+	CustomerMessage string
 
-	tools map[string]*Tool
+	tools    map[string]*Tool
+	detector guard.Detector
+	detect   bool
 }
 
 // Requirement is one thing that must be true of the world for a run to be
@@ -71,8 +79,18 @@ func (a *Agent) prepare() error {
 	if a.Model == nil {
 		return fmt.Errorf("agent %q has no model", a.Name)
 	}
-	if a.MaxTurns == 0 {
-		a.MaxTurns = 50
+	if a.Budget.MaxTurns == 0 {
+		a.Budget.MaxTurns = 50
+	}
+	if err := a.checkBudget(a.Budget); err != nil {
+		return err
+	}
+	var err error
+	if a.detector, a.detect, err = a.LoopDetector.detector(); err != nil {
+		return fmt.Errorf("agent %q: %w", a.Name, err)
+	}
+	if a.CustomerMessage == "" {
+		a.CustomerMessage = DefaultCustomerMessage
 	}
 	if a.MaxOutputTokens == 0 {
 		a.MaxOutputTokens = 1024
@@ -95,6 +113,19 @@ func (a *Agent) prepare() error {
 	}
 	if a.Version == "" {
 		a.Version = a.hash()
+	}
+	return nil
+}
+
+// checkBudget refuses a dollar budget on a model the price table does not
+// know: its calls would count as free and the budget would never stop it.
+func (a *Agent) checkBudget(b Budget) error {
+	if b.MaxUSD <= 0 {
+		return nil
+	}
+	if _, ok := a.Prices.Lookup(a.Model.Name()); !ok {
+		return fmt.Errorf("agent %q: a budget of $%g needs a price for model %q in Prices; without one its calls would count as free",
+			a.Name, b.MaxUSD, a.Model.Name())
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/belayrun/belay/internal/guard"
 	"github.com/belayrun/belay/internal/ledger"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
@@ -23,26 +24,46 @@ var errUnknownOutcome = errors.New("outcome unknown")
 func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 	uses := model.ToolUses(turn.Content)
 	results := make([]model.Block, 0, len(uses))
-	progressed := false
+	stuck := false
 	for _, use := range uses {
+		x.applied = false
 		res, err := x.callTool(ctx, use)
 		if errors.Is(err, errUnknownOutcome) {
-			return x.stop(ctx, store.StatusPaused, "unknown_outcome", err.Error())
+			return x.escalate(ctx, store.StatusPaused, "unknown_outcome", err.Error(), nil, nil)
 		}
 		if err != nil {
 			return err
 		}
-		if x.guard.observe(use, res) {
-			progressed = true
+		x.guard.Calls++
+		if x.agent.detect {
+			fact := x.guard.newFact(x.agent.tools[use.Name], use, res, x.applied)
+			if x.agent.detector.Observe(&x.guard.Loop, guard.Call{Tool: use.Name, Args: use.Input, NewFact: fact}) {
+				stuck = true
+			}
 		}
 		results = append(results, res)
 	}
-	x.guard.endTurn(progressed)
+	escalate := false
+	if stuck {
+		x.guard.Loop.Fired++
+		x.guard.Loop.Reset()
+		action := "replan"
+		if x.guard.Loop.Fired > 1 {
+			action, escalate = "escalate", true
+		} else {
+			results = append(results, model.TextBlock(replanMessage(x.agent.detector)))
+		}
+		x.emit("loop_detected", map[string]any{"detector": x.agent.detector.Mode, "fired": x.guard.Loop.Fired, "action": action})
+	}
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleUser, Content: results})
 	x.run.Step++
 	x.emit("checkpoint", map[string]any{"messages": len(x.msgs), "cost_usd": model.Nanodollars(x.run.CostNanoUSD).Dollars()})
 	if err := x.write(ctx, nil); err != nil {
 		return err
+	}
+	if escalate {
+		return x.escalate(ctx, store.StatusEscalated, "stuck_loop", fmt.Sprintf(
+			"the %s loop detector fired again after the model was asked to replan", x.agent.detector.Mode), nil, nil)
 	}
 	if obs := x.r.cfg.StepObserver; obs != nil {
 		obs(StepTiming{RunID: x.run.ID, Step: x.run.Step, Total: x.r.cfg.now().Sub(x.stepStart),
@@ -146,6 +167,7 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 		}
 	}
 	if callErr == nil {
+		x.applied = true
 		return x.settle(ctx, use, key, store.EffectDone, out)
 	}
 	// The tool says the effect was not applied: the key stays usable.

@@ -1,11 +1,52 @@
 package belay
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 
+	"github.com/belayrun/belay/internal/guard"
 	"github.com/belayrun/belay/internal/ledger"
 	"github.com/belayrun/belay/model"
 )
+
+// LoopDetector configures how a run is found stuck. The default, "progress",
+// fires when Patience tool calls in a row put no new fact in the run: it is
+// the only detector that catches an agent drifting through ever-different
+// searches, and it leaves healthy runs that retry a read alone. "exact",
+// "canonical" and "window" are the other detectors of the source texts;
+// "off" disables detection.
+//
+// The first firing sends the model one REPLAN message; the second escalates
+// the run to a person.
+type LoopDetector struct {
+	// Mode is progress (default), exact, canonical, window or off.
+	Mode string
+	// Window is how many recent calls "window" looks back over. Default 6.
+	Window int
+	// Patience is how many calls without a new fact fire "progress".
+	// Default 4.
+	Patience int
+	// Repeats is how many identical calls in a row after the first fire
+	// "exact" and "canonical". Default 2.
+	Repeats int
+}
+
+func (l LoopDetector) detector() (guard.Detector, bool, error) {
+	if l.Mode == "off" {
+		return guard.Detector{}, false, nil
+	}
+	d := guard.Detector{Window: l.Window, Patience: l.Patience, Repeats: l.Repeats}
+	if l.Mode != "" {
+		m, err := guard.ParseMode(l.Mode)
+		if err != nil {
+			return d, false, err
+		}
+		d.Mode = m
+	}
+	d = d.WithDefaults()
+	return d, true, d.Validate()
+}
 
 // guardState is what the guards must remember across a crash: without it a
 // resumed run would reset its loop counters. It is rewritten at every
@@ -13,57 +54,46 @@ import (
 type guardState struct {
 	// Calls counts tool calls.
 	Calls int `json:"calls"`
-	// LastCall and Repeats track the same call made again and again.
-	LastCall string `json:"last_call,omitempty"`
-	Repeats  int    `json:"repeats"`
-	// Recent holds the latest call signatures, newest last.
-	Recent []string `json:"recent,omitempty"`
+	// Loop is the loop detector's state.
+	Loop guard.State `json:"loop"`
 	// Facts holds fingerprints of the latest results that were new to the
 	// run; a result already among them is not progress.
 	Facts []string `json:"facts,omitempty"`
-	// StaleSteps counts turns since the last one that learned something.
-	StaleSteps int `json:"stale_steps"`
 }
 
-const (
-	recentCalls = 6
-	factMemory  = 32
-)
+// factMemory bounds Facts: a result seen more than this many new facts ago
+// counts as new again, which errs on the side of progress.
+const factMemory = 32
 
-// observe records one call and its result and reports whether the result
-// put a new fact in the run.
-func (g *guardState) observe(use model.Block, res model.Block) bool {
-	g.Calls++
-	sig := use.Name + ":" + ledger.Hash(use.Input)[:12]
-	if sig == g.LastCall {
-		g.Repeats++
-	} else {
-		g.LastCall, g.Repeats = sig, 0
-	}
-	g.Recent = appendBounded(g.Recent, sig, recentCalls)
+// newFact reports whether a tool result puts a new fact in the run: a side
+// effect applied, or a result not seen before. A tool may say for itself
+// what counts (a poll whose status changed, say).
+func (g *guardState) newFact(tool *Tool, use model.Block, res model.Block, applied bool) bool {
 	if res.IsError {
 		return false
 	}
+	if tool != nil && tool.NewFact != nil {
+		return tool.NewFact(use.Input, json.RawMessage(res.Content))
+	}
 	fact := use.Name + ":" + ledger.Hash([]byte(res.Content))[:12]
 	if slices.Contains(g.Facts, fact) {
-		return false
+		return applied
 	}
-	g.Facts = appendBounded(g.Facts, fact, factMemory)
+	g.Facts = append(g.Facts, fact)
+	if len(g.Facts) > factMemory {
+		g.Facts = slices.Delete(g.Facts, 0, len(g.Facts)-factMemory)
+	}
 	return true
 }
 
-func (g *guardState) endTurn(progressed bool) {
-	if progressed {
-		g.StaleSteps = 0
-	} else {
-		g.StaleSteps++
-	}
-}
-
-func appendBounded(s []string, v string, n int) []string {
-	s = append(s, v)
-	if len(s) > n {
-		s = slices.Delete(s, 0, len(s)-n)
-	}
-	return s
+// replanMessage is the one message a run gets when its loop detector first
+// fires.
+func replanMessage(d guard.Detector) string {
+	why := map[guard.Mode]string{
+		guard.Progress:  fmt.Sprintf("the last %d tool calls found nothing new", d.Patience),
+		guard.Exact:     "you made the same call again and again",
+		guard.Canonical: "you made the same call again and again, worded differently",
+		guard.Window:    fmt.Sprintf("you repeated a call from the last %d", d.Window),
+	}[d.Mode]
+	return "REPLAN: " + why + ". Stop repeating what has not worked: change approach, or tell the customer what you know and escalate to a person."
 }

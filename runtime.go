@@ -3,6 +3,7 @@ package belay
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -104,6 +105,7 @@ type Runtime struct {
 	owner  lease.Owner
 	// breakers are per tool name and shared by every run of the runtime.
 	breakers breakers
+	switches killSwitches
 
 	wake chan struct{}
 
@@ -157,6 +159,9 @@ type RunRequest struct {
 	// DryRun runs reads for real and answers every write with what it would
 	// have done.
 	DryRun bool
+	// Budget overrides the agent's budget field by field (zero fields keep
+	// the agent's).
+	Budget Budget
 }
 
 // StartRun creates a queued run, or returns the existing run of the same
@@ -170,10 +175,21 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 		req.Tenant = "default"
 	}
 	now := r.cfg.now()
+	b := runBudget{Budget: a.Budget.override(req.Budget)}
+	if err := a.checkBudget(b.Budget); err != nil {
+		return store.Run{}, false, fmt.Errorf("start run: %w", err)
+	}
+	if b.Deadline > 0 {
+		b.DeadlineAt = now.Add(b.Deadline)
+	}
+	budget, err := json.Marshal(b)
+	if err != nil {
+		return store.Run{}, false, fmt.Errorf("start run: %w", err)
+	}
 	id := newRunID(now)
 	run, created, err = r.store.CreateRun(ctx, store.CreateRunParams{
 		ID: id, Tenant: req.Tenant, User: req.User, ClientRequestID: req.ClientRequestID,
-		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, Now: now,
+		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, Budget: budget, Now: now,
 		Events: []store.Event{event(0, now, "run_created", map[string]any{
 			"agent": a.Name, "version": a.Version, "user": req.User, "dry_run": req.DryRun})},
 	})

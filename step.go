@@ -27,6 +27,9 @@ type execution struct {
 	guard  guardState
 	plan   planState
 	events []store.Event
+	outbox []store.OutboxMessage
+	// applied reports that the tool call in progress applied a side effect.
+	applied bool
 
 	stepStart time.Time
 	modelTime time.Duration
@@ -171,15 +174,27 @@ func (x *execution) load(ctx context.Context) error {
 // before any tool runs, so a crash never pays for the same call twice and
 // the tool_use ids the tools see stay stable.
 func (x *execution) think(ctx context.Context) error {
-	if x.run.ModelCalls >= int64(x.agent.MaxTurns) {
-		return x.stop(ctx, store.StatusEscalated, "max_turns",
-			fmt.Sprintf("the run used its %d model calls without finishing", x.agent.MaxTurns))
+	engaged, why, err := x.r.killSwitch(ctx, x.run.Tenant)
+	if err != nil {
+		return err
+	}
+	if engaged {
+		return x.escalate(ctx, store.StatusPaused, "kill_switch",
+			"model calls are switched off: "+why+"; the run continues when the switch is released", nil, nil)
+	}
+	budget, err := x.budget()
+	if err != nil {
+		return err
 	}
 	req := model.Request{
 		System:    x.agent.Instructions,
 		Messages:  x.msgs,
 		Tools:     x.agent.toolSpecs(),
 		MaxTokens: x.agent.MaxOutputTokens,
+	}
+	if over := x.checkBudget(ctx, budget, req); over != nil {
+		return x.escalate(ctx, store.StatusPaused, over.Reason, over.String(), nil,
+			map[string]any{"used": over.Used, "next_call": over.Next, "limit": over.Limit, "unit": over.Unit})
 	}
 	start := x.r.cfg.now()
 	resp, err := x.agent.Model.Generate(ctx, req)
@@ -257,17 +272,25 @@ func (x *execution) finish(ctx context.Context, last model.Message) error {
 	x.run.Final = final
 	if len(missing) > 0 {
 		detail, _ := json.Marshal(map[string]any{"complete": false, "missing": missing})
-		return x.stop(ctx, store.StatusEscalated, "unverified", string(detail))
+		return x.escalate(ctx, store.StatusEscalated, "unverified", string(detail), missing, nil)
 	}
 	return x.stop(ctx, store.StatusDone, "verified", "")
 }
 
 // stop records the run's new status with a stop event and lets go of it.
 func (x *execution) stop(ctx context.Context, status store.Status, reason, detail string) error {
+	return x.stopWith(ctx, status, reason, detail, nil)
+}
+
+// stopWith is stop with more fields for the stop event.
+func (x *execution) stopWith(ctx context.Context, status store.Status, reason, detail string, extra map[string]any) error {
 	x.run.Status = status
 	x.run.StopReason = reason
 	x.run.StopDetail = detail
 	data := map[string]any{"status": status, "reason": reason}
+	for k, v := range extra {
+		data[k] = v
+	}
 	if detail != "" {
 		data["detail"] = detail
 	}
@@ -323,11 +346,13 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 			ModelCalls: x.run.ModelCalls, CostNanoUSD: x.run.CostNanoUSD,
 			Plan: plan, Guard: guard, ResumeAfter: x.run.ResumeAfter,
 			StopReason: x.run.StopReason, StopDetail: x.run.StopDetail, Final: x.run.Final,
+			Escalation:   x.run.Escalation,
 			LeaseExpires: now.Add(x.r.cfg.LeaseTTL),
 		},
 		Messages: msgs,
 		Events:   x.events,
 		Effects:  effects,
+		Outbox:   x.outbox,
 	}
 	for _, o := range opts {
 		o(&p)
@@ -337,6 +362,7 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 	}
 	x.saved = len(x.msgs)
 	x.events = x.events[:0]
+	x.outbox = nil
 	x.renewedAt.Store(now.UnixNano())
 	return nil
 }

@@ -44,7 +44,7 @@ func longRunAgent(steps int) *Agent {
 		}
 		return scripted.Reply{Text: thought, Calls: []scripted.Call{{Name: "lookup", Args: map[string]string{"id": fmt.Sprintf("R-%06d", turn)}}}}, nil
 	})
-	return &Agent{Name: "long", Model: m, Tools: []Tool{lookupTool()}, MaxTurns: steps + 1, Prices: scripted.Prices}
+	return &Agent{Name: "long", Model: m, Tools: []Tool{lookupTool()}, Budget: Budget{MaxTurns: steps + 1}, Prices: scripted.Prices}
 }
 
 // What a step writes depends on what the step added, never on how long the

@@ -44,6 +44,9 @@ type Tool struct {
 	InputSchema json.RawMessage
 	// Effect is the tool's effect class. Default Read.
 	Effect EffectClass
+	// External marks a tool whose effect reaches a customer (an email, a
+	// message). The default policy gates it like an irreversible one.
+	External bool
 	// KeyFields name the arguments that identify the intent of a
 	// side-effecting call (say charge_id and amount for a refund). The
 	// idempotency key is derived from the run, the tool and these fields, so
@@ -66,6 +69,11 @@ type Tool struct {
 	// Call performs the call with arguments already validated against
 	// InputSchema. Its result must be JSON. Required.
 	Call func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+	// NewFact says whether a result puts a new fact in the run, for loop
+	// detection: a poll whose status changed is progress, one returning the
+	// same status is not. Default: a side effect applied, or a result not
+	// seen before in the run. Optional.
+	NewFact func(args, result json.RawMessage) bool
 	// Reconcile asks the downstream system whether the effect under key
 	// happened, when a call's outcome is unknown. It returns the result and
 	// found true if it did. Optional.

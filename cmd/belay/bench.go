@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	kind := fs.String("store", "sqlite", "store to measure: sqlite")
 	db := fs.String("db", "", "path of a new SQLite database to write and keep (default: a temporary file, removed after)")
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]")
 		fmt.Fprintln(stderr)
@@ -81,6 +83,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.progress = stderr
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := bench(ctx, cfg)
 	if err != nil {
 		return err
@@ -236,7 +249,10 @@ func benchAgent(steps int, answered func()) *belay.Agent {
 		Model:        m,
 		Instructions: "Call noop until told otherwise.",
 		Tools:        []belay.Tool{noop},
-		MaxTurns:     steps + 1,
+		Budget:       belay.Budget{MaxTurns: steps + 1},
+		// A no-op tool learns nothing by design; loop detection would
+		// rightly stop these runs.
+		LoopDetector: belay.LoopDetector{Mode: "off"},
 		Prices:       scripted.Prices,
 	}
 }

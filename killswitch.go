@@ -1,0 +1,65 @@
+package belay
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/belayrun/belay/store"
+)
+
+// killSwitches remembers the kill switch of each tenant for a moment, so the
+// check before every model call is not a database read per step. A switch
+// flipped through this runtime is seen at once; one flipped elsewhere within
+// the cache's age (the poll interval).
+type killSwitches struct {
+	mu      sync.Mutex
+	checked map[string]switchState
+}
+
+type switchState struct {
+	engaged bool
+	reason  string
+	at      time.Time
+}
+
+func (r *Runtime) killSwitch(ctx context.Context, tenant string) (bool, string, error) {
+	now := r.cfg.now()
+	k := &r.switches
+	k.mu.Lock()
+	st, ok := k.checked[tenant]
+	k.mu.Unlock()
+	if ok && now.Sub(st.at) < r.cfg.PollInterval && !now.Before(st.at) {
+		return st.engaged, st.reason, nil
+	}
+	engaged, reason, err := r.store.KillSwitch(ctx, tenant)
+	if err != nil {
+		return false, "", err
+	}
+	k.mu.Lock()
+	if k.checked == nil {
+		k.checked = make(map[string]switchState)
+	}
+	k.checked[tenant] = switchState{engaged: engaged, reason: reason, at: now}
+	k.mu.Unlock()
+	return engaged, reason, nil
+}
+
+// SetKillSwitch stops or restarts model calls for a tenant, or for every
+// tenant if tenant is empty. Engaged, running runs pause at their next step
+// boundary with an escalation packet and queued runs stay queued; released,
+// the runs it paused go back to the queue.
+func (r *Runtime) SetKillSwitch(ctx context.Context, tenant string, engaged bool, reason string) error {
+	err := r.store.SetKillSwitch(ctx, store.KillSwitchParams{
+		Tenant: tenant, Engaged: engaged, Reason: reason, Now: r.cfg.now(), ResumeReason: "kill_switch",
+	})
+	if err != nil {
+		return fmt.Errorf("kill switch: %w", err)
+	}
+	r.switches.mu.Lock()
+	clear(r.switches.checked)
+	r.switches.mu.Unlock()
+	r.poke()
+	return nil
+}

@@ -1,0 +1,57 @@
+package belay
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Verdict is what a policy decides about one tool call.
+type Verdict string
+
+const (
+	// Allow runs the call.
+	Allow Verdict = "allow"
+	// Deny refuses it; the model is told why and that nothing ran.
+	Deny Verdict = "deny"
+	// NeedsApproval pauses the run until a person approves, edits or rejects
+	// the call.
+	NeedsApproval Verdict = "needs_approval"
+)
+
+// Decision is a policy's verdict with what a person (or the model) reads
+// about it.
+type Decision struct {
+	Verdict Verdict `json:"verdict"`
+	// Reason says why, in plain words: "refunds above 50 USD need approval".
+	Reason string `json:"reason,omitempty"`
+	// Category groups decisions for approval statistics: "refund_large".
+	Category string `json:"category,omitempty"`
+}
+
+// PolicyCall is what a policy sees of a tool call.
+type PolicyCall struct {
+	Tool     string
+	Effect   EffectClass
+	External bool
+	// Args are the exact arguments the call would run with.
+	Args json.RawMessage
+	Run  RunInfo
+}
+
+// Policy decides every tool call before it runs. It is applied by the
+// dispatcher, not by the tools, so a new tool is gated by default instead of
+// by remembering to.
+type Policy func(ctx context.Context, call PolicyCall) (Decision, error)
+
+// DefaultPolicy gates what cannot be undone and what reaches a customer, and
+// allows the rest: irreversible tools and tools marked External need
+// approval.
+func DefaultPolicy(ctx context.Context, call PolicyCall) (Decision, error) {
+	switch {
+	case call.Effect == Irreversible:
+		return Decision{Verdict: NeedsApproval, Reason: call.Tool + " cannot be undone", Category: call.Tool}, nil
+	case call.External:
+		return Decision{Verdict: NeedsApproval, Reason: call.Tool + " reaches a customer", Category: call.Tool}, nil
+	}
+	return Decision{Verdict: Allow}, nil
+}
