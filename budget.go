@@ -77,7 +77,8 @@ func (b runBudget) raise(r Raise, now time.Time) runBudget {
 		b.MaxOutputTokens += r.OutputTokens
 	}
 	if b.MaxUSD != 0 {
-		b.MaxUSD += r.USD
+		// Rounded to the nanodollar so repeated raises do not drift.
+		b.MaxUSD = model.USD(b.MaxUSD + r.USD).Dollars()
 	}
 	if !b.DeadlineAt.IsZero() && r.Time > 0 {
 		if b.DeadlineAt.Before(now) {

@@ -57,9 +57,22 @@ func (r *Runtime) SetKillSwitch(ctx context.Context, tenant string, engaged bool
 	if err != nil {
 		return fmt.Errorf("kill switch: %w", err)
 	}
+	// This runtime sees its own change at once.
 	r.switches.mu.Lock()
 	clear(r.switches.checked)
 	r.switches.mu.Unlock()
 	r.poke()
+	return nil
+}
+
+// SetKillSwitch is Runtime.SetKillSwitch for tools that hold a store but run
+// no workers. Runtimes see the change within their poll interval.
+func SetKillSwitch(ctx context.Context, s store.Store, tenant string, engaged bool, reason string) error {
+	err := s.SetKillSwitch(ctx, store.KillSwitchParams{
+		Tenant: tenant, Engaged: engaged, Reason: reason, Now: time.Now(), ResumeReason: "kill_switch",
+	})
+	if err != nil {
+		return fmt.Errorf("kill switch: %w", err)
+	}
 	return nil
 }

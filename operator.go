@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/belayrun/belay/store"
 )
@@ -12,7 +13,23 @@ import (
 // a deadline), first raising its budget by raise. by names who decided, as
 // "human:<id>"; it is recorded in the trace.
 func (r *Runtime) Resume(ctx context.Context, tenant, runID string, raise Raise, by string) (store.Run, error) {
-	run, err := r.store.GetRun(ctx, tenant, runID)
+	run, err := resumeRun(ctx, r.store, r.cfg.now(), tenant, runID, raise, by)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.poke()
+	return run, nil
+}
+
+// ResumeRun is Runtime.Resume for tools that hold a store but run no
+// workers, such as the belay CLI: whichever worker claims the run next
+// continues it.
+func ResumeRun(ctx context.Context, s store.Store, tenant, runID string, raise Raise, by string) (store.Run, error) {
+	return resumeRun(ctx, s, time.Now(), tenant, runID, raise, by)
+}
+
+func resumeRun(ctx context.Context, s store.Store, now time.Time, tenant, runID string, raise Raise, by string) (store.Run, error) {
+	run, err := s.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resume: %w", err)
 	}
@@ -22,13 +39,12 @@ func (r *Runtime) Resume(ctx context.Context, tenant, runID string, raise Raise,
 			return store.Run{}, fmt.Errorf("resume: budget of run %s: %w", runID, err)
 		}
 	}
-	now := r.cfg.now()
 	b = b.raise(raise, now)
 	budget, err := json.Marshal(b)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resume: %w", err)
 	}
-	run, err = r.store.ResumeRun(ctx, store.ResumeRunParams{
+	run, err = s.ResumeRun(ctx, store.ResumeRunParams{
 		Tenant: tenant, RunID: runID, Now: now, From: []store.Status{store.StatusPaused}, Budget: budget,
 		Events: []store.Event{event(run.Step, now, "resumed", map[string]any{
 			"by": by, "stop_reason": run.StopReason, "add_turns": raise.Turns, "add_usd": raise.USD,
@@ -38,6 +54,5 @@ func (r *Runtime) Resume(ctx context.Context, tenant, runID string, raise Raise,
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resume: %w", err)
 	}
-	r.poke()
 	return run, nil
 }

@@ -35,6 +35,14 @@ type demoSummary struct {
 	Resumes     int            `json:"resumes"`
 	Final       string         `json:"final"`
 	DB          string         `json:"db"`
+	// Escalation is the packet of a run that stopped for a person.
+	Escalation json.RawMessage `json:"escalation,omitempty"`
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // runDemo runs the support-desk scenario: a worker process is killed with
@@ -45,8 +53,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("demo", stderr)
 	asJSON := fs.Bool("json", false, "print only the summary, as one JSON object")
 	dbPath := fs.String("db", "", "path of the SQLite database (default: a new one in a temporary directory)")
+	scenario := fs.String("scenario", "crash", "crash (a worker killed mid-run), stuck (a drifting model), budget (a dollar limit), unverified (a missing CRM note)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	guard, ok := guardScenarios[*scenario]
+	if !ok && *scenario != "crash" {
+		return usageError{fmt.Sprintf("demo: unknown scenario %q (want crash, stuck, budget or unverified)", *scenario)}
 	}
 	say := func(format string, a ...any) {
 		if !*asJSON {
@@ -75,7 +88,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := world.Seed(ctx); err != nil {
 		return err
 	}
-	agent := support.NewAgent(world, scripted.Func(support.Script()))
+	script := support.Script()
+	if ok {
+		script = guard.script
+	}
+	agent := support.NewAgent(world, scripted.Func(script))
+	if ok && guard.adjust != nil {
+		guard.adjust(agent)
+	}
 	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}})
 	if err != nil {
 		return err
@@ -96,6 +116,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	printer := &tracePrinter{store: st, runID: run.ID, w: stdout, quiet: *asJSON}
 	summary := demoSummary{RunID: run.ID, DB: *dbPath}
+	if ok {
+		return runGuardScenario(ctx, guard, rt, st, world, printer, summary, stdout, *asJSON)
+	}
 
 	// The payment processor will apply the refund and lose its response;
 	// worker 1 records that the outcome is unknown and is then killed,
@@ -138,9 +161,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	summary.SideEffects = map[string]int{"refunds": counts.Refunds, "emails": counts.Emails, "notes": counts.Notes}
 
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(summary)
+		return printJSON(stdout, summary)
 	}
 	say("")
 	say("assistant> %s", run.Final)
@@ -298,7 +319,24 @@ func describeEvent(ev store.Event) string {
 		}
 		return fmt.Sprintf("NOT verified: %s", str("requirement"))
 	case "stop":
+		if used, ok := d["used"].(float64); ok {
+			next, _ := d["next_call"].(float64)
+			limit, _ := d["limit"].(float64)
+			if str("unit") == "usd" {
+				return fmt.Sprintf("run %s (%s): spent $%.6f, the next call would cost $%.6f, the limit is $%.6f",
+					str("status"), str("reason"), used, next, limit)
+			}
+			return fmt.Sprintf("run %s (%s): used %g %s, the next call would take %g, the limit is %g",
+				str("status"), str("reason"), used, str("unit"), next, limit)
+		}
 		return fmt.Sprintf("run %s (%s)", str("status"), str("reason"))
+	case "loop_detected":
+		if str("action") == "replan" {
+			return fmt.Sprintf("loop detector (%s) fired: the model is told to REPLAN", str("detector"))
+		}
+		return fmt.Sprintf("loop detector (%s) fired again: escalating to a person", str("detector"))
+	case "resumed":
+		return fmt.Sprintf("resumed by %s after %s", str("by"), str("stop_reason"))
 	case "released":
 		return "lease released"
 	}

@@ -49,6 +49,8 @@ func commands() []command {
 		{name: "runs", summary: "list runs with status, steps and cost", run: runRuns},
 		{name: "show", summary: "show one run: status, messages, side effects, cost (--json: the checkpoint)", run: runShow},
 		{name: "trace", summary: "print a run's trace as JSONL", run: runTrace},
+		{name: "resume", summary: "continue a paused run, raising the limit it hit (--add-usd, --add-turns)", run: runResume},
+		{name: "killswitch", summary: "stop or restart model calls for a tenant or everyone", run: runKillSwitch},
 		{name: "bench", summary: "measure durable steps per second and per-step overhead", run: runBench},
 		{name: "worker", summary: "execute due runs of the support agent (used by demo)", run: runWorker, hidden: true},
 	}
@@ -75,7 +77,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	for _, c := range commands() {
 		if !c.hidden {
-			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+			fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 		}
 	}
 	fmt.Fprintln(w)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/belayrun/belay"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -112,6 +113,7 @@ type checkpoint struct {
 	SideEffects  []effectJSON    `json:"side_effects"`
 	StopReason   string          `json:"stop_reason"`
 	StopDetail   string          `json:"stop_detail"`
+	Escalation   json.RawMessage `json:"escalation,omitempty"`
 	Final        string          `json:"final"`
 	LeaseOwner   string          `json:"lease_owner"`
 	LeaseExpires *time.Time      `json:"lease_expires"`
@@ -156,7 +158,7 @@ func newCheckpoint(run store.Run, msgs []store.Message, effects []store.Effect) 
 		LLMCalls: run.ModelCalls, ModelCalls: run.ModelCalls,
 		Plan: jsonObject(run.Plan), Guard: jsonObject(run.Guard),
 		SideEffects: make([]effectJSON, 0, len(effects)),
-		StopReason:  run.StopReason, StopDetail: run.StopDetail, Final: run.Final,
+		StopReason:  run.StopReason, StopDetail: run.StopDetail, Final: run.Final, Escalation: run.Escalation,
 		LeaseOwner: run.LeaseOwner, LeaseExpires: optionalTime(run.LeaseExpires), LeaseEpoch: run.LeaseEpoch,
 		ResumeAfter: optionalTime(run.ResumeAfter),
 		CreatedAt:   run.CreatedAt.UTC(), UpdatedAt: run.UpdatedAt.UTC(),
@@ -298,6 +300,10 @@ func printCheckpoint(w io.Writer, cp checkpoint) error {
 		fmt.Fprintf(w, "\nfinal answer:\n%s\n", indent(cp.Final, "  "))
 	}
 
+	if len(cp.Escalation) > 0 {
+		printEscalation(w, cp.Escalation)
+	}
+
 	fmt.Fprintf(w, "\nmessages (%d):\n", len(cp.Messages))
 	for i, m := range cp.Messages {
 		fmt.Fprintf(w, "  #%d %s (step %d)\n", m.Seq, m.Role, m.Step)
@@ -371,4 +377,29 @@ func oneLine(s string, n int) string {
 
 func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}
+
+// printEscalation renders the packet a person acts on.
+func printEscalation(w io.Writer, raw json.RawMessage) {
+	var e belay.Escalation
+	if err := json.Unmarshal(raw, &e); err != nil {
+		fmt.Fprintf(w, "\nescalation (unreadable: %v):\n  %s\n", err, compact(raw))
+		return
+	}
+	fmt.Fprintf(w, "\nescalation: %s, %s\n", e.Status, e.Reason)
+	fmt.Fprintf(w, "  why        %s\n", oneLine(e.Detail, 0))
+	fmt.Fprintf(w, "  asked      %s\n", oneLine(e.Asked, previewLen))
+	if len(e.Missing) > 0 {
+		fmt.Fprintf(w, "  missing    %s\n", strings.Join(e.Missing, "; "))
+	}
+	fmt.Fprintf(w, "  tried      %d tool calls\n", len(e.Tried))
+	for _, c := range e.Tried {
+		fmt.Fprintf(w, "    step %d  %s %s -> %s\n", c.Step, c.Tool, oneLine(string(c.Args), 60), oneLine(c.Outcome, 80))
+	}
+	fmt.Fprintf(w, "  done       %d side effects (do not repeat them)\n", len(e.SideEffects))
+	for _, se := range e.SideEffects {
+		fmt.Fprintf(w, "    %s %s %s %s\n", se.Tool, se.State, se.Key, oneLine(se.Result, 60))
+	}
+	fmt.Fprintf(w, "  trace      %s\n", e.Trace)
+	fmt.Fprintf(w, "  customer   %s\n", e.CustomerMessage)
 }

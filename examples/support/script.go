@@ -203,3 +203,21 @@ func (t transcript) step(tool string, args, out any, thought string) (reply scri
 func giveUp(why string) scripted.Reply {
 	return scripted.Reply{Text: fmt.Sprintf("I could not finish this ticket: %s. I am stopping here so that a person can take over.", why)}
 }
+
+// ScriptStuck is a model that drifts: after the knowledge base answers, it
+// keeps searching with ever-new wording and never acts on what it found.
+// Every query differs, so only the no-progress detector catches it.
+func ScriptStuck() scripted.Script {
+	return func(req model.Request) (scripted.Reply, error) {
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == model.RoleAssistant {
+				n++
+			}
+		}
+		return scripted.Reply{
+			Text:  fmt.Sprintf("Thought: maybe another search will settle it (attempt %d).", n+1),
+			Calls: []scripted.Call{{Name: "search_kb", Args: searchKBIn{Query: fmt.Sprintf("duplicate charge refund question %d", n+1)}}},
+		}, nil
+	}
+}
