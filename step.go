@@ -314,7 +314,7 @@ func (x *execution) release(ctx context.Context) {
 type writeOption func(*store.CheckpointParams)
 
 func withRelease() writeOption {
-	return func(p *store.CheckpointParams) { p.Run.LeaseExpires = time.Time{} }
+	return func(p *store.CheckpointParams) { p.Run.LeaseExpires, p.Run.KeepLease = time.Time{}, false }
 }
 
 // write makes the execution's state durable in one fenced transaction: the
@@ -354,6 +354,12 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 		Effects:  effects,
 		Outbox:   x.outbox,
 	}
+	// Mid-run, the lease keeper renews the lease; a checkpoint leaves it
+	// alone unless the keeper is behind.
+	if p.Run.Status == store.StatusRunning && p.Run.ResumeAfter.IsZero() &&
+		now.Sub(time.Unix(0, x.renewedAt.Load())) < x.r.cfg.LeaseTTL/3 {
+		p.Run.KeepLease = true
+	}
 	for _, o := range opts {
 		o(&p)
 	}
@@ -363,7 +369,9 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 	x.saved = len(x.msgs)
 	x.events = x.events[:0]
 	x.outbox = nil
-	x.renewedAt.Store(now.UnixNano())
+	if !p.Run.KeepLease {
+		x.renewedAt.Store(now.UnixNano())
+	}
 	return nil
 }
 

@@ -246,6 +246,12 @@ type RunUpdate struct {
 	// LeaseExpires renews the lease; zero releases it (the owner is
 	// cleared, the epoch kept).
 	LeaseExpires time.Time
+	// KeepLease says the run stays running under the lease as it is: Status
+	// must be running and ResumeAfter zero. A store may then leave the lease
+	// expiry as it is (LeaseExpires still holds a valid renewal, for stores
+	// that write it anyway) and skip rewriting the columns claims are
+	// indexed on, which is much of the cost of a mid-run checkpoint.
+	KeepLease bool
 }
 
 // EffectUpdate records the outcome of an effect whose intent exists.

@@ -10,17 +10,28 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-//go:embed query/run_checkpoint.sql
-var runCheckpointSQL string
+var (
+	//go:embed query/run_checkpoint.sql
+	runCheckpointSQL string
+	//go:embed query/run_checkpoint_keep.sql
+	runCheckpointKeepSQL string
+)
 
 // Checkpoint writes one step in one savepoint of the writer's transaction:
 // the run's new state first, fenced by its lease, then the messages and
 // events it appends and the effects it settles. If the fence does not match
 // or any part fails, nothing of it is written.
 func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error {
+	if p.Run.KeepLease && (p.Run.Status != store.StatusRunning || !p.Run.ResumeAfter.IsZero()) {
+		return fmt.Errorf("checkpoint run %s: KeepLease with status %s", p.Fence.RunID, p.Run.Status)
+	}
+	query := runCheckpointSQL
+	if p.Run.KeepLease {
+		query = runCheckpointKeepSQL
+	}
 	err := s.writer.do(ctx, checkpointBytes(p), func(ctx context.Context, tx *writeTx) error {
 		u := p.Run
-		res, err := tx.ExecContext(ctx, runCheckpointSQL,
+		res, err := tx.ExecContext(ctx, query,
 			sql.Named("id", p.Fence.RunID),
 			sql.Named("owner", p.Fence.Owner),
 			sql.Named("epoch", p.Fence.Epoch),

@@ -221,7 +221,7 @@ func (w *writer) closeDB() error {
 var writeQueries = []string{
 	savepointSQL, rollbackSQL, releaseSQL,
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
-	runRenewLeaseSQL, runCheckpointSQL, runFencedSQL,
+	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL,
 	messageInsertSQL, eventInsertSQL,
 	effectGetSQL, effectInsertSQL, effectRetrySQL, effectRestartSQL, effectSettleSQL,
 	outboxInsertSQL,

@@ -373,3 +373,31 @@ func testConcurrentCheckpoints(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// A mid-run checkpoint that keeps the lease writes the step and leaves the
+// run claimed by its owner; KeepLease with another status is refused.
+func testCheckpointKeepLease(t *testing.T, s store.Store) {
+	r := newRun(t, s, store.CreateRunParams{})
+	claimed := claimRun(t, s, r.ID, "w1", t0, time.Hour)
+	u := update(claimed)
+	u.Step, u.Messages, u.ModelCalls = 3, 6, 3
+	u.LeaseExpires = t0.Add(2 * time.Hour)
+	u.KeepLease = true
+	checkpoint(t, s, store.CheckpointParams{Fence: fence(claimed), Now: t0.Add(time.Minute), Run: u})
+	got := getRun(t, s, r.ID)
+	if got.Status != store.StatusRunning || got.Step != 3 || got.ModelCalls != 3 || got.LeaseOwner != "w1" || got.LeaseEpoch != claimed.LeaseEpoch {
+		t.Errorf("after a KeepLease checkpoint: status %s, step %d, calls %d, owner %q, epoch %d",
+			got.Status, got.Step, got.ModelCalls, got.LeaseOwner, got.LeaseEpoch)
+	}
+	if got.LeaseExpires.Before(claimed.LeaseExpires) {
+		t.Errorf("lease shortened to %v from %v", got.LeaseExpires, claimed.LeaseExpires)
+	}
+	if runs := claimAll(t, s, "w2", t0.Add(30*time.Minute), time.Hour); len(runs) != 0 {
+		t.Errorf("a live lease was claimed after a KeepLease checkpoint: %v", ids(runs))
+	}
+	bad := update(claimed)
+	bad.Status, bad.KeepLease = store.StatusDone, true
+	if err := s.Checkpoint(t.Context(), store.CheckpointParams{Fence: fence(claimed), Now: t0, Run: bad}); err == nil {
+		t.Error("KeepLease with status done was accepted")
+	}
+}

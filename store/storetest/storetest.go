@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
 		{"CheckpointStaleEpoch", testCheckpointStaleEpoch},
 		{"CheckpointTerminal", testCheckpointTerminal},
+		{"CheckpointKeepLease", testCheckpointKeepLease},
 		{"LeaseRelease", testLeaseRelease},
 		{"MessagesAppendOnly", testMessagesAppendOnly},
 		{"MessageBytes", testMessageBytes},

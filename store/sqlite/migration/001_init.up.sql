@@ -52,7 +52,9 @@ CREATE TABLE messages (
 ) STRICT, WITHOUT ROWID;
 
 CREATE TABLE events (
-    id     INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    -- Not AUTOINCREMENT: rowids already grow while no event is deleted, and
+    -- AUTOINCREMENT costs a write to sqlite_sequence per event.
+    id     INTEGER NOT NULL PRIMARY KEY,
     run_id TEXT    NOT NULL REFERENCES runs (id),
     step   INTEGER NOT NULL,
     type   TEXT    NOT NULL,

@@ -9,7 +9,7 @@ ALTER TABLE runs ADD COLUMN escalation BLOB;
 -- in the transaction of the state that caused them and delivered at least
 -- once from here.
 CREATE TABLE outbox (
-    id           INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    id           INTEGER NOT NULL PRIMARY KEY,
     tenant       TEXT    NOT NULL,
     run_id       TEXT    NOT NULL REFERENCES runs (id),
     kind         TEXT    NOT NULL,
