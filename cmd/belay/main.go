@@ -52,6 +52,7 @@ func commands() []command {
 		{name: "resume", summary: "continue a paused run, raising the limit it hit (--add-usd, --add-turns)", run: runResume},
 		{name: "killswitch", summary: "stop or restart model calls for a tenant or everyone", run: runKillSwitch},
 		{name: "bench", summary: "measure durable steps per second and per-step overhead", run: runBench},
+		{name: "policy", summary: "policy tools: simulate a policy file against traffic", run: runPolicy},
 		{name: "worker", summary: "execute due runs of the support agent (used by demo)", run: runWorker, hidden: true},
 	}
 }
