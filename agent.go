@@ -38,6 +38,14 @@ type Agent struct {
 	// Requirements are checked against real state when the model stops
 	// calling tools. A run is done only if all hold.
 	Requirements []Requirement
+	// Policy decides every tool call before it runs: allow, deny or needs
+	// approval. Default DefaultPolicy: irreversible and External tools need
+	// approval.
+	Policy Policy
+	// PolicyVersion names the policy; an approval is bound to it, so a
+	// changed policy does not execute what the old one approved. Default
+	// "default" for DefaultPolicy, else required.
+	PolicyVersion string
 	// LoopDetector finds stuck runs. Default: the progress detector.
 	LoopDetector LoopDetector
 	// CustomerMessage is what an escalated run tells the customer. Default
@@ -84,6 +92,15 @@ func (a *Agent) prepare() error {
 	}
 	if err := a.checkBudget(a.Budget); err != nil {
 		return err
+	}
+	if a.Policy == nil {
+		a.Policy = DefaultPolicy
+		if a.PolicyVersion == "" {
+			a.PolicyVersion = "default"
+		}
+	}
+	if a.PolicyVersion == "" {
+		return fmt.Errorf("agent %q: a custom Policy needs a PolicyVersion, which approvals are bound to", a.Name)
 	}
 	var err error
 	if a.detector, a.detect, err = a.LoopDetector.detector(); err != nil {

@@ -120,7 +120,12 @@ func crashAgent(d *downstream, afterLanding func(tool string)) *belay.Agent {
 		})
 	}
 	replies = append(replies, scripted.Reply{Text: "all five steps are done"})
-	return &belay.Agent{Name: "planner", Model: scripted.New(replies...), Tools: tools, Prices: scripted.Prices}
+	// The plan is approved in advance: this test is about crashes.
+	allow := func(context.Context, belay.PolicyCall) (belay.Decision, error) {
+		return belay.Decision{Verdict: belay.Allow}, nil
+	}
+	return &belay.Agent{Name: "planner", Model: scripted.New(replies...), Tools: tools, Prices: scripted.Prices,
+		Policy: allow, PolicyVersion: "allow-all"}
 }
 
 // crashingStore counts the writes a worker makes and, at the chosen one,

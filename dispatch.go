@@ -23,11 +23,22 @@ var errUnknownOutcome = errors.New("outcome unknown")
 // their results in one message, as the model's protocol requires.
 func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 	uses := model.ToolUses(turn.Content)
+	calls, err := x.gate(ctx, uses)
+	if err != nil {
+		return err
+	}
 	results := make([]model.Block, 0, len(uses))
 	stuck := false
-	for _, use := range uses {
+	for _, call := range calls {
+		use := call.use
 		x.applied = false
-		res, err := x.callTool(ctx, use)
+		var res model.Block
+		var err error
+		if call.result != nil {
+			res = *call.result
+		} else {
+			res, err = x.callTool(ctx, use)
+		}
 		if errors.Is(err, errUnknownOutcome) {
 			return x.escalate(ctx, store.StatusPaused, "unknown_outcome", err.Error(), nil, nil)
 		}

@@ -32,6 +32,14 @@ type Config struct {
 	PollInterval time.Duration
 	// Logger receives operational messages. Default: discard.
 	Logger *slog.Logger
+	// HumanApproval says that people decide approvals (through belay
+	// approve, the server or Runtime.Decide). Without it, calls that need
+	// approval are denied: a misconfigured deployment refuses rather than
+	// refunds. Default false.
+	HumanApproval bool
+	// ApprovalTTL is how long an approval waits for a decision before it
+	// expires and the model is told to escalate. Default 4h.
+	ApprovalTTL time.Duration
 	// StepObserver, if set, is called after every checkpointed step with its
 	// timings. It runs on the worker's goroutine: keep it cheap.
 	StepObserver func(StepTiming)
@@ -64,6 +72,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = 200 * time.Millisecond
+	}
+	if c.ApprovalTTL == 0 {
+		c.ApprovalTTL = DefaultApprovalTTL
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -249,6 +260,9 @@ func (r *Runtime) Stop(ctx context.Context) error {
 // returns. It is for tests, tools and one-shot workers; a service uses Start.
 func (r *Runtime) Drain(ctx context.Context) error {
 	r.takeOverDeadOwners(ctx, func(run store.Run) { r.execute(ctx, run) })
+	if err := r.expireApprovals(ctx); err != nil {
+		return err
+	}
 	for {
 		runs, err := r.claim(ctx, r.cfg.Workers)
 		if err != nil {
@@ -290,6 +304,9 @@ func (r *Runtime) claimLoop(ctx context.Context) {
 		if now := r.cfg.now(); now.Sub(lastSweep) >= 5*r.cfg.PollInterval {
 			lastSweep = now
 			r.takeOverDeadOwners(ctx, func(run store.Run) { r.launch(ctx, run) })
+			if err := r.expireApprovals(ctx); err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Error("expire approvals", "err", err)
+			}
 		}
 		free := r.cfg.Workers - r.inFlight()
 		if free > 0 {
@@ -335,6 +352,19 @@ func (r *Runtime) claim(ctx context.Context, limit int) ([]store.Run, error) {
 	return r.store.ClaimRuns(ctx, store.ClaimRunsParams{
 		Owner: r.owner.String(), Now: r.cfg.now(), TTL: r.cfg.LeaseTTL, Limit: limit,
 	})
+}
+
+// expireApprovals is the durable timer of approvals: the expiry is in the
+// store, so any worker honours it after any restart.
+func (r *Runtime) expireApprovals(ctx context.Context) error {
+	n, err := r.store.ExpireApprovals(ctx, r.cfg.now())
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		r.cfg.Logger.Info("approvals expired", "count", n)
+	}
+	return nil
 }
 
 // takeOverDeadOwners claims, at once, runs leased by processes on this host

@@ -46,8 +46,19 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// allowAll is the policy of tests about something other than approvals.
+func allowAll(context.Context, PolicyCall) (Decision, error) { return Decision{Verdict: Allow}, nil }
+
+// newRuntime returns a runtime over st. Agents without a policy get
+// allowAll, so that tests of the ledger, guards and leases are not gated;
+// approval tests set their policy.
 func newRuntime(t testing.TB, st store.Store, c *clock, agents ...*Agent) *Runtime {
 	t.Helper()
+	for _, a := range agents {
+		if a.Policy == nil {
+			a.Policy, a.PolicyVersion = allowAll, "allow-all"
+		}
+	}
 	cfg := Config{Store: st, Agents: agents}
 	if c != nil {
 		cfg.now = c.Now

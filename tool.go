@@ -69,6 +69,10 @@ type Tool struct {
 	// Call performs the call with arguments already validated against
 	// InputSchema. Its result must be JSON. Required.
 	Call func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+	// Summarize says in plain words what a call does, for the person asked
+	// to approve it: "Refund 288.00 USD on charge CH-2". Default: the tool
+	// name and its arguments.
+	Summarize func(args json.RawMessage) string
 	// NewFact says whether a result puts a new fact in the run, for loop
 	// detection: a poll whose status changed is progress, one returning the
 	// same status is not. Default: a side effect applied, or a result not

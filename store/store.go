@@ -28,7 +28,82 @@ var (
 	ErrNotBelay = errors.New("not a belay database")
 	// ErrWrongStatus: the run is not in a status that allows the change.
 	ErrWrongStatus = errors.New("run is not in a status that allows this")
+	// ErrDecided: the approval was decided already (or expired); a decision
+	// is taken once.
+	ErrDecided = errors.New("approval already decided")
+	// ErrBindingMismatch: the decision names other arguments, another policy
+	// version or another expiry than the approval it was made for.
+	ErrBindingMismatch = errors.New("decision does not match the approval it was made for")
 )
+
+// ApprovalStatus is where an approval is in its life.
+type ApprovalStatus string
+
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalEdited   ApprovalStatus = "edited"
+	ApprovalRejected ApprovalStatus = "rejected"
+	ApprovalExpired  ApprovalStatus = "expired"
+)
+
+// Approval is one tool call waiting for, or decided by, a person. It is
+// unique per (Tenant, RunID, Tool, ArgsHash): a replayed step finds its
+// approval and nobody is asked twice.
+type Approval struct {
+	ID        string
+	Tenant    string
+	RunID     string
+	Step      int
+	ToolUseID string
+	Tool      string
+	// Args are the exact arguments to approve; ArgsHash their canonical hash.
+	Args     json.RawMessage
+	ArgsHash string
+	Reason   string
+	Category string
+	// Summary says what the call does, in plain words built by code.
+	Summary       string
+	PolicyVersion string
+	// Binding is the hash of (tenant, run, tool, canonical arguments, policy
+	// version, expiry) a decision must name.
+	Binding   string
+	Status    ApprovalStatus
+	ExpiresAt time.Time
+	CreatedAt time.Time
+	// EditedArgs and EditedHash are what an editor approved instead; the
+	// original arguments are kept.
+	EditedArgs json.RawMessage
+	EditedHash string
+	DecidedBy  string
+	DecidedAt  time.Time
+	Note       string
+}
+
+// ListApprovalsParams filters approvals. Zero fields do not filter.
+type ListApprovalsParams struct {
+	Tenant string
+	RunID  string
+	Status ApprovalStatus
+	Limit  int
+}
+
+// DecideParams decides a pending approval. The run goes back to the queue
+// when its last pending approval is decided.
+type DecideParams struct {
+	Tenant string
+	ID     string
+	// Binding must equal the approval's.
+	Binding string
+	Status  ApprovalStatus
+	By      string
+	Note    string
+	// EditedArgs and EditedHash are set for an edit.
+	EditedArgs json.RawMessage
+	EditedHash string
+	Now        time.Time
+	Events     []Event
+}
 
 // Status is where a run is in its life.
 type Status string
@@ -275,6 +350,9 @@ type CheckpointParams struct {
 	// Outbox holds notifications to deliver; Tenant and RunID are set from
 	// the run.
 	Outbox []OutboxMessage
+	// Approvals are inserted pending; one that exists for the same (tenant,
+	// run, tool, args hash) is kept as it is.
+	Approvals []Approval
 }
 
 // ResumeRunParams puts a run that waits for a person back in the queue.
@@ -353,6 +431,21 @@ type Store interface {
 	// ResumeRun queues a run that waits for a person (an operator raised its
 	// budget, resolved an unknown outcome, ...) and returns it.
 	ResumeRun(ctx context.Context, p ResumeRunParams) (Run, error)
+	// Approvals returns approvals in creation order.
+	Approvals(ctx context.Context, p ListApprovalsParams) ([]Approval, error)
+	// GetApproval returns an approval of a tenant ("" for any), or
+	// ErrNotFound.
+	GetApproval(ctx context.Context, tenant, id string) (Approval, error)
+	// DecideApproval records a decision on a pending approval: ErrDecided if
+	// it is not pending or has expired (unless the decision is the expiry),
+	// ErrBindingMismatch if the binding differs. When no approval of the run
+	// is pending any more and the run is waiting_approval, it is queued.
+	DecideApproval(ctx context.Context, p DecideParams) (Approval, error)
+	// ExpireApprovals marks pending approvals whose expiry has passed as
+	// expired (decided by "policy:expiry") and queues their runs as
+	// DecideApproval does. It returns how many expired.
+	ExpireApprovals(ctx context.Context, now time.Time) (int, error)
+
 	// SetKillSwitch engages or releases a kill switch. While a tenant's
 	// switch or the global one is engaged, ClaimRuns skips the tenant's runs.
 	SetKillSwitch(ctx context.Context, p KillSwitchParams) error

@@ -37,6 +37,13 @@ type demoSummary struct {
 	DB          string         `json:"db"`
 	// Escalation is the packet of a run that stopped for a person.
 	Escalation json.RawMessage `json:"escalation,omitempty"`
+	Approvals  demoApprovals   `json:"approvals"`
+}
+
+// demoApprovals says how many approvals the demo asked for and who decided.
+type demoApprovals struct {
+	Count     int      `json:"count"`
+	DecidedBy []string `json:"decided_by"`
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -53,6 +60,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("demo", stderr)
 	asJSON := fs.Bool("json", false, "print only the summary, as one JSON object")
 	dbPath := fs.String("db", "", "path of the SQLite database (default: a new one in a temporary directory)")
+	yes := fs.Bool("yes", false, "approve the refund without asking, as policy:demo-auto")
 	scenario := fs.String("scenario", "crash", "crash (a worker killed mid-run), stuck (a drifting model), budget (a dollar limit), unverified (a missing CRM note)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
@@ -96,7 +104,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if ok && guard.adjust != nil {
 		guard.adjust(agent)
 	}
-	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}})
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, HumanApproval: true})
 	if err != nil {
 		return err
 	}
@@ -120,13 +128,24 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return runGuardScenario(ctx, guard, rt, st, world, printer, summary, stdout, *asJSON)
 	}
 
+	say("[worker 1] starting")
+	if _, err := demoWorker(ctx, *dbPath, printer); err != nil {
+		return err
+	}
+	decided, err := decideDemoApprovals(ctx, rt, st, run.ID, *yes, stdout, *asJSON)
+	if err != nil {
+		return err
+	}
+	summary.Approvals = demoApprovals{Count: len(decided), DecidedBy: decided}
+
 	// The payment processor will apply the refund and lose its response;
-	// worker 1 records that the outcome is unknown and is then killed,
+	// the worker records that the outcome is unknown and is then killed,
 	// before it can find out or checkpoint anything else.
 	if err := world.SetLoseRefundResponses(ctx, 1); err != nil {
 		return err
 	}
-	say("[worker 1] starting; billing will apply the refund and lose the response, and the worker will be killed right after")
+	say("")
+	say("[worker 2] starting; billing will apply the refund and lose the response, and the worker will be killed right after")
 	crashed, err := demoWorker(ctx, *dbPath, printer, "--crash-at-unknown")
 	if err != nil {
 		return err
@@ -134,10 +153,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if crashed {
 		summary.Crashes++
 		say("")
-		say("[demo] SIGKILL sent to worker 1: the refund is in the billing system; Belay's ledger only knows it may be")
+		say("[demo] SIGKILL sent to worker 2: the refund is in the billing system; Belay's ledger only knows it may be")
 		say("")
 		summary.Resumes++
-		say("[worker 2] starting on the same store; it takes over the dead worker's lease at once")
+		say("[worker 3] starting on the same store; it takes over the dead worker's lease at once")
 	}
 	if _, err := demoWorker(ctx, *dbPath, printer); err != nil {
 		return err
@@ -170,6 +189,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	say("  status        %s (%s)", run.Status, run.StopReason)
 	say("  steps         %d, model calls %d, cost $%.6f", run.Step, run.ModelCalls, summary.CostUSD)
 	say("  crashes       %d, resumes %d", summary.Crashes, summary.Resumes)
+	say("  approvals     %d, decided by %s", summary.Approvals.Count, strings.Join(summary.Approvals.DecidedBy, ", "))
 	say("  side effects  %d refund, %d email, %d CRM note", counts.Refunds, counts.Emails, counts.Notes)
 	if counts.Refunds == 1 {
 		say("  the refund's response was lost and its worker killed; billing was asked, not charged again: one refund")
@@ -335,6 +355,10 @@ func describeEvent(ev store.Event) string {
 			return fmt.Sprintf("loop detector (%s) fired: the model is told to REPLAN", str("detector"))
 		}
 		return fmt.Sprintf("loop detector (%s) fired again: escalating to a person", str("detector"))
+	case "approval_requested":
+		return fmt.Sprintf("approval requested: %s (%s); the worker lets go of the run", str("summary"), str("reason"))
+	case "approval_decided":
+		return fmt.Sprintf("approval %s by %s", str("status"), str("by"))
 	case "resumed":
 		return fmt.Sprintf("resumed by %s after %s", str("by"), str("stop_reason"))
 	case "released":

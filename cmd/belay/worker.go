@@ -60,6 +60,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Store:    runStore,
 		Agents:   []*belay.Agent{support.NewAgent(world, scripted.Func(support.Script()))},
 		LeaseTTL: *leaseTTL,
+		// The demo decides approvals in its own process.
+		HumanApproval: true,
 	})
 	if err != nil {
 		return err

@@ -2,11 +2,13 @@ package support
 
 import (
 	"context"
+	_ "embed"
 	"maps"
 
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
+	"github.com/belayrun/belay/policy"
 )
 
 // AgentName is the name runs of the support agent are started under.
@@ -31,14 +33,31 @@ If a tool keeps failing or the facts do not add up, say so plainly and stop; a p
 // an email and the ticket has a note saying why.
 func NewAgent(w *World, m model.Model) *belay.Agent {
 	return &belay.Agent{
-		Name:         AgentName,
-		Model:        m,
-		Instructions: Instructions,
-		Tools:        Tools(w),
+		Name:          AgentName,
+		Model:         m,
+		Instructions:  Instructions,
+		Tools:         Tools(w),
+		Policy:        Policy.Policy(),
+		PolicyVersion: Policy.Version(),
 		// A copy, so a caller may add the prices of its own models.
 		Prices:       maps.Clone(scripted.Prices),
 		Requirements: requirements(w),
 	}
+}
+
+//go:embed policy.yaml
+var policyYAML []byte
+
+// Policy is the support desk's approval policy (policy.yaml): refunds above
+// 50 USD need a person; replies to the ticket's own customer do not.
+var Policy = mustParsePolicy()
+
+func mustParsePolicy() *policy.File {
+	f, err := policy.Parse("policy.yaml", policyYAML)
+	if err != nil {
+		panic(err) // the embedded file is tested
+	}
+	return f
 }
 
 // requirements are what must be true of w when a run of the scenario ends.

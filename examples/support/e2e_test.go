@@ -23,7 +23,7 @@ func runScenario(t *testing.T, w *World, s scripted.Script) (store.Run, store.St
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{NewAgent(w, scripted.Func(s))}})
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{NewAgent(w, scripted.Func(s))}, HumanApproval: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,9 +33,7 @@ func runScenario(t *testing.T, w *World, s scripted.Script) (store.Run, store.St
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	drainApproving(t, rt, st)
 	run, err = st.GetRun(ctx, "acme", run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +106,7 @@ func TestRunResumesAfterCrashInTheWindow(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	newRuntime := func() *belay.Runtime {
-		rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{NewAgent(w, scripted.Func(Script()))}})
+		rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{NewAgent(w, scripted.Func(Script()))}, HumanApproval: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,15 +126,24 @@ func TestRunResumesAfterCrashInTheWindow(t *testing.T) {
 			crash()
 		}
 	}
+	// Up to the refund's approval, then approve it.
+	if err := first.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := st.Approvals(ctx, store.ListApprovalsParams{RunID: run.ID, Status: store.ApprovalPending})
+	if err != nil || len(pending) != 1 || pending[0].Tool != "issue_refund" {
+		t.Fatalf("pending approvals %+v (%v), want the refund's", pending, err)
+	}
+	if _, err := first.Decide(ctx, "acme", pending[0].ID, belay.ApprovalDecision{Verdict: "approve", By: "human:maya"}); err != nil {
+		t.Fatal(err)
+	}
 	_ = first.Drain(crashCtx) // ends with the crash
 	w.AfterEffect = nil
 	if got := mustCounts(t, w); got.Refunds != 1 || got.Emails != 0 {
 		t.Fatalf("after the crash: counts = %+v, want the refund and nothing after it", got)
 	}
 
-	if err := newRuntime().Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	drainApproving(t, newRuntime(), st)
 	run, err = st.GetRun(ctx, "acme", run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -158,4 +165,29 @@ func TestRunResumesAfterCrashInTheWindow(t *testing.T) {
 	if !slices.ContainsFunc(events, func(e store.Event) bool { return e.Type == "reconcile" || e.Type == "effect_reused" }) {
 		t.Fatal("the resumed run neither reconciled nor reused the refund")
 	}
+}
+
+// drainApproving runs due runs, approving every pending approval as a test
+// approver, until nothing is due and nothing waits.
+func drainApproving(t *testing.T, rt *belay.Runtime, st store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	for range 10 {
+		if err := rt.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pending, err := st.Approvals(ctx, store.ListApprovalsParams{Status: store.ApprovalPending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			return
+		}
+		for _, a := range pending {
+			if _, err := rt.Decide(ctx, a.Tenant, a.ID, belay.ApprovalDecision{Verdict: "approve", By: "policy:test-auto"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Fatal("approvals kept coming")
 }

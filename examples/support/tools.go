@@ -28,6 +28,7 @@ func Tools(w *World) []belay.Tool {
 	// the same refund.
 	refund.KeyFields = []string{"charge_id", "amount_usd"}
 	refund.Reconcile = d.reconcileRefund
+	refund.Summarize = summarizeRefund
 
 	// The CRM has no idempotency keys, so after a lost answer the runtime
 	// must ask it whether the note is there.
@@ -359,4 +360,26 @@ func (d dollars) String() string { return strconv.FormatFloat(float64(d), 'f', 2
 
 func (d dollars) MarshalJSON() ([]byte, error) {
 	return strconv.AppendFloat(nil, float64(d), 'f', 2, 64), nil
+}
+
+// summarizeRefund says what a refund does, for the person approving it.
+func summarizeRefund(args json.RawMessage) string {
+	var in struct {
+		InvoiceID string      `json:"invoice_id"`
+		ChargeID  string      `json:"charge_id"`
+		Amount    json.Number `json:"amount_usd"`
+		Reason    string      `json:"reason"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return "issue_refund with " + string(args)
+	}
+	amount := in.Amount.String()
+	if f, err := in.Amount.Float64(); err == nil {
+		amount = strconv.FormatFloat(f, 'f', 2, 64)
+	}
+	s := fmt.Sprintf("Refund %s USD on invoice %s (charge %s)", amount, in.InvoiceID, in.ChargeID)
+	if in.Reason != "" {
+		s += ": " + in.Reason
+	}
+	return s
 }

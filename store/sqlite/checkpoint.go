@@ -67,6 +67,9 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 		if err := settleEffects(ctx, tx, p.Now, p.Effects); err != nil {
 			return err
 		}
+		if err := insertApprovals(ctx, tx, p.Fence.RunID, p.Now, p.Approvals); err != nil {
+			return err
+		}
 		return insertOutbox(ctx, tx, p.Fence.RunID, p.Now, p.Outbox)
 	})
 	if err != nil {

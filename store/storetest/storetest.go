@@ -53,6 +53,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OutboxWithCheckpoint", testOutboxWithCheckpoint},
 		{"ResumeRun", testResumeRun},
 		{"KillSwitch", testKillSwitch},
+		{"ApprovalsPersistAndReplay", testApprovalsPersistAndReplay},
+		{"DecideApproval", testDecideApproval},
+		{"ApprovalExpiry", testApprovalExpiry},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

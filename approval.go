@@ -1,0 +1,306 @@
+package belay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/belayrun/belay/internal/ledger"
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/store"
+)
+
+// DefaultApprovalTTL is how long a person has to decide an approval.
+const DefaultApprovalTTL = 4 * time.Hour
+
+// gatedCall is one tool call after the policy: either it runs (with the
+// arguments a person may have edited) or its result is already decided.
+type gatedCall struct {
+	use    model.Block
+	result *model.Block
+}
+
+// gate applies the agent's policy to every call of a turn. If any call needs
+// a person's decision that has not been taken, none of the turn runs: the
+// pending approvals are persisted, the approvers notified through the outbox
+// and the run let go, all in one transaction; gate then returns errStop.
+func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, error) {
+	calls := make([]gatedCall, len(uses))
+	var needs []int
+	decisions := make([]Decision, len(uses))
+	for i, use := range uses {
+		calls[i].use = use
+		tool, ok := x.agent.tools[use.Name]
+		if !ok || tool.checkArgs(use.Input) != nil || x.run.DryRun {
+			continue // callTool answers these; a dry run executes nothing to gate
+		}
+		d, err := x.agent.Policy(ctx, PolicyCall{Tool: tool.Name, Effect: tool.Effect, External: tool.External,
+			Args: use.Input, Run: x.info()})
+		if err != nil {
+			return nil, fmt.Errorf("policy for %s: %w", tool.Name, err)
+		}
+		if d.Verdict == NeedsApproval && !x.r.cfg.HumanApproval {
+			d = Decision{Verdict: Deny, Category: d.Category,
+				Reason: d.Reason + "; it needs a person's approval and no approver is configured"}
+		}
+		decisions[i] = d
+		switch d.Verdict {
+		case Allow:
+		case Deny:
+			blk := x.refuse(use, fmt.Sprintf("Not allowed by policy: %s. Nothing was executed. Do not retry it; explain to the customer or escalate.", d.Reason))
+			calls[i].result = &blk
+		case NeedsApproval:
+			needs = append(needs, i)
+		default:
+			return nil, fmt.Errorf("policy for %s returned verdict %q; want allow, deny or needs_approval", tool.Name, d.Verdict)
+		}
+	}
+	if len(needs) == 0 {
+		return calls, nil
+	}
+
+	existing, err := x.r.store.Approvals(ctx, store.ListApprovalsParams{Tenant: x.run.Tenant, RunID: x.run.ID})
+	if err != nil {
+		return nil, err
+	}
+	byCall := map[string]store.Approval{}
+	for _, a := range existing {
+		byCall[a.Tool+"\x00"+a.ArgsHash] = a
+	}
+	var missing []store.Approval
+	waiting := false
+	for _, i := range needs {
+		use := calls[i].use
+		hash, err := argsHash(use.Input)
+		if err != nil {
+			return nil, err
+		}
+		a, ok := byCall[use.Name+"\x00"+hash]
+		switch {
+		case !ok:
+			missing = append(missing, x.newApproval(use, hash, decisions[i]))
+			waiting = true
+		case a.Status == store.ApprovalPending:
+			waiting = true
+		default:
+			calls[i] = x.applyDecision(use, hash, a)
+		}
+	}
+	if waiting {
+		return nil, x.awaitApproval(ctx, missing)
+	}
+	return calls, nil
+}
+
+// newApproval builds the pending approval of one call, bound to its exact
+// arguments, the policy version and its expiry.
+func (x *execution) newApproval(use model.Block, hash string, d Decision) store.Approval {
+	tool := x.agent.tools[use.Name]
+	expires := x.r.cfg.now().Add(x.r.cfg.ApprovalTTL).UTC()
+	summary := fmt.Sprintf("%s with %s", tool.Name, compactJSON(use.Input))
+	if tool.Summarize != nil {
+		summary = tool.Summarize(use.Input)
+	}
+	category := d.Category
+	if category == "" {
+		category = tool.Name
+	}
+	return store.Approval{
+		ID: newApprovalID(), Tenant: x.run.Tenant, RunID: x.run.ID, Step: x.run.Step,
+		ToolUseID: use.ID, Tool: tool.Name, Args: use.Input, ArgsHash: hash,
+		Reason: d.Reason, Category: category, Summary: summary,
+		PolicyVersion: x.agent.PolicyVersion,
+		Binding:       binding(x.run.Tenant, x.run.ID, tool.Name, hash, x.agent.PolicyVersion, expires),
+		Status:        store.ApprovalPending, ExpiresAt: expires,
+	}
+}
+
+// awaitApproval persists the missing approvals with their notifications and
+// lets go of the run: no goroutine, no memory is held while a person thinks.
+func (x *execution) awaitApproval(ctx context.Context, missing []store.Approval) error {
+	for _, a := range missing {
+		x.emit("approval_requested", map[string]any{"approval_id": a.ID, "tool": a.Tool, "args": a.Args,
+			"category": a.Category, "reason": a.Reason, "summary": a.Summary, "expires_at": a.ExpiresAt})
+		payload, _ := json.Marshal(map[string]any{"approval_id": a.ID, "run_id": a.RunID, "tenant": a.Tenant,
+			"tool": a.Tool, "summary": a.Summary, "reason": a.Reason, "category": a.Category,
+			"expires_at": a.ExpiresAt, "context": x.run.Input})
+		x.outbox = append(x.outbox, store.OutboxMessage{Kind: "approval_requested", Payload: payload})
+	}
+	x.run.Status = store.StatusWaitingApproval
+	x.run.StopReason, x.run.StopDetail = "waiting_approval", fmt.Sprintf("%d approval(s) requested", len(missing))
+	x.emit("stop", map[string]any{"status": x.run.Status, "reason": "waiting_approval"})
+	if err := x.write(ctx, nil, withRelease(), withApprovals(missing)); err != nil {
+		return err
+	}
+	return errStop
+}
+
+func withApprovals(as []store.Approval) writeOption {
+	return func(p *store.CheckpointParams) { p.Approvals = as }
+}
+
+// applyDecision turns a person's decision into what the turn does with the
+// call. A decision is honoured only for the call it was made for: if the
+// arguments, the policy version or the expiry differ from what was
+// approved, the call does not run.
+func (x *execution) applyDecision(use model.Block, hash string, a store.Approval) gatedCall {
+	x.emit("approval_applied", map[string]any{"approval_id": a.ID, "status": a.Status, "by": a.DecidedBy})
+	if a.Status == store.ApprovalApproved || a.Status == store.ApprovalEdited {
+		want := binding(x.run.Tenant, x.run.ID, use.Name, hash, x.agent.PolicyVersion, a.ExpiresAt)
+		if a.ArgsHash != hash || a.Binding != want {
+			blk := x.refuse(use, "This call does not match what was approved (arguments or policy changed since). Nothing was executed; ask again or escalate.")
+			return gatedCall{use: use, result: &blk}
+		}
+	}
+	switch a.Status {
+	case store.ApprovalApproved:
+		return gatedCall{use: use}
+	case store.ApprovalEdited:
+		edited := use
+		edited.Input = a.EditedArgs
+		return gatedCall{use: edited}
+	case store.ApprovalRejected:
+		note := a.Note
+		if note == "" {
+			note = "not given"
+		}
+		blk := x.refuse(use, fmt.Sprintf("A human reviewer (%s) rejected this action. Reason: %s. The action was NOT executed. "+
+			"Explain this to the customer politely and offer alternatives; do not retry it or say it was done.", a.DecidedBy, note))
+		return gatedCall{use: use, result: &blk}
+	default: // expired
+		blk := x.refuse(use, "Approval timed out. Escalate to a human agent.")
+		return gatedCall{use: use, result: &blk}
+	}
+}
+
+// refuse answers a call that was not executed, with its trace events.
+func (x *execution) refuse(use model.Block, msg string) model.Block {
+	x.emit("tool_call", map[string]any{"id": use.ID, "tool": use.Name, "args": use.Input})
+	return x.toolError(use, msg)
+}
+
+// argsHash is the hash of a call's canonical arguments: what an approval is
+// bound to.
+func argsHash(args json.RawMessage) (string, error) {
+	c, err := ledger.Canonical(args, nil)
+	if err != nil {
+		return "", err
+	}
+	return ledger.Hash(c), nil
+}
+
+// binding is what a decision must name: the tenant, the run, the tool, the
+// canonical arguments, the policy version and the expiry.
+func binding(tenant, runID, tool, argsHash, policyVersion string, expires time.Time) string {
+	return ledger.Hash([]byte(strings.Join([]string{tenant, runID, tool, argsHash, policyVersion,
+		expires.UTC().Format(time.RFC3339Nano)}, "\x00")))
+}
+
+func newApprovalID() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return "ap_" + hex.EncodeToString(b[:])
+}
+
+func compactJSON(raw json.RawMessage) string {
+	c, err := ledger.Canonical(raw, nil)
+	if err != nil {
+		return string(raw)
+	}
+	return string(c)
+}
+
+// ApprovalDecision is a person's decision on a pending approval.
+type ApprovalDecision struct {
+	// Verdict is approve, edit or reject.
+	Verdict string
+	// EditedArgs replace the arguments for an edit; the originals are kept
+	// in the record.
+	EditedArgs json.RawMessage
+	// Note says why; it reaches the model on a rejection.
+	Note string
+	// By names who decided: "human:<id>" or "policy:<name>".
+	By string
+}
+
+// ErrApprovalNotFound is returned for an approval id unknown in the tenant.
+var ErrApprovalNotFound = errors.New("approval not found")
+
+// DecideApproval records a decision on a pending approval of a store, for
+// tools that run no workers (the CLI). Runtime.Decide also checks edited
+// arguments against the tool's schema; here they are checked when the call
+// runs, and refused then if they do not fit.
+func DecideApproval(ctx context.Context, s store.Store, tenant, id string, d ApprovalDecision) (store.Approval, error) {
+	return decideApproval(ctx, s, time.Now(), tenant, id, d, nil)
+}
+
+// Decide records a decision on a pending approval. Edited arguments must fit
+// the tool's input schema. When the last pending decision of the run's turn
+// is taken, the run is queued and any worker executes the turn.
+func (r *Runtime) Decide(ctx context.Context, tenant, id string, d ApprovalDecision) (store.Approval, error) {
+	a, err := decideApproval(ctx, r.store, r.cfg.now(), tenant, id, d, func(run store.Run, tool string, args json.RawMessage) error {
+		agent, ok := r.agents[run.Agent]
+		if !ok {
+			return nil
+		}
+		t, ok := agent.tools[tool]
+		if !ok {
+			return nil
+		}
+		return t.checkArgs(args)
+	})
+	if err == nil {
+		r.poke()
+	}
+	return a, err
+}
+
+func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, id string, d ApprovalDecision,
+	checkEdit func(run store.Run, tool string, args json.RawMessage) error) (store.Approval, error) {
+	a, err := s.GetApproval(ctx, tenant, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Approval{}, fmt.Errorf("%w: %s", ErrApprovalNotFound, id)
+	}
+	if err != nil {
+		return store.Approval{}, err
+	}
+	if d.By == "" {
+		return store.Approval{}, errors.New("decide: a decision records who took it (By: human:<id> or policy:<name>)")
+	}
+	p := store.DecideParams{Tenant: a.Tenant, ID: a.ID, Binding: a.Binding, By: d.By, Note: d.Note, Now: now}
+	switch d.Verdict {
+	case "approve":
+		p.Status = store.ApprovalApproved
+	case "reject":
+		p.Status = store.ApprovalRejected
+	case "edit":
+		if !json.Valid(d.EditedArgs) {
+			return store.Approval{}, errors.New("decide: edited arguments are not valid JSON")
+		}
+		if checkEdit != nil {
+			run, err := s.GetRun(ctx, a.Tenant, a.RunID)
+			if err != nil {
+				return store.Approval{}, err
+			}
+			if err := checkEdit(run, a.Tool, d.EditedArgs); err != nil {
+				return store.Approval{}, fmt.Errorf("decide: %w", err)
+			}
+		}
+		hash, err := argsHash(d.EditedArgs)
+		if err != nil {
+			return store.Approval{}, fmt.Errorf("decide: %w", err)
+		}
+		p.Status, p.EditedArgs, p.EditedHash = store.ApprovalEdited, d.EditedArgs, hash
+	default:
+		return store.Approval{}, fmt.Errorf("decide: verdict %q; want approve, edit or reject", d.Verdict)
+	}
+	p.Events = []store.Event{event(a.Step, now, "approval_decided", map[string]any{
+		"approval_id": a.ID, "tool": a.Tool, "status": p.Status, "by": d.By, "note": d.Note,
+		"edited_args": p.EditedArgs, "decision_s": now.Sub(a.CreatedAt).Seconds()})}
+	return s.DecideApproval(ctx, p)
+}

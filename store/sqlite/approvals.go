@@ -1,0 +1,206 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "embed"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/approval_insert.sql
+	approvalInsertSQL string
+	//go:embed query/approval_list.sql
+	approvalListSQL string
+	//go:embed query/approval_get.sql
+	approvalGetSQL string
+	//go:embed query/approval_decide.sql
+	approvalDecideSQL string
+	//go:embed query/approval_due.sql
+	approvalDueSQL string
+	//go:embed query/run_wake_decided.sql
+	runWakeDecidedSQL string
+)
+
+func insertApprovals(ctx context.Context, tx *writeTx, runID string, now time.Time, as []store.Approval) error {
+	for _, a := range as {
+		if _, err := tx.ExecContext(ctx, approvalInsertSQL,
+			sql.Named("id", a.ID),
+			sql.Named("run_id", runID),
+			sql.Named("step", a.Step),
+			sql.Named("tool_use_id", a.ToolUseID),
+			sql.Named("tool", a.Tool),
+			sql.Named("args", []byte(a.Args)),
+			sql.Named("args_hash", a.ArgsHash),
+			sql.Named("reason", a.Reason),
+			sql.Named("category", a.Category),
+			sql.Named("summary", a.Summary),
+			sql.Named("policy_version", a.PolicyVersion),
+			sql.Named("binding", a.Binding),
+			sql.Named("expires_at", nanos(a.ExpiresAt)),
+			sql.Named("now", nanos(now)),
+		); err != nil {
+			return fmt.Errorf("approval for %s: %w", a.Tool, err)
+		}
+	}
+	return nil
+}
+
+// Approvals returns approvals in creation order.
+func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]store.Approval, error) {
+	limit := int64(p.Limit)
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.read.QueryContext(ctx, approvalListSQL,
+		sql.Named("tenant", p.Tenant),
+		sql.Named("run_id", p.RunID),
+		sql.Named("status", string(p.Status)),
+		sql.Named("limit", limit),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	defer rows.Close()
+	var as []store.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list approvals: %w", err)
+		}
+		as = append(as, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	return as, nil
+}
+
+// GetApproval returns an approval of a tenant ("" for any).
+func (s *Store) GetApproval(ctx context.Context, tenant, id string) (store.Approval, error) {
+	a, err := scanApproval(s.read.QueryRowContext(ctx, approvalGetSQL, sql.Named("id", id), sql.Named("tenant", tenant)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Approval{}, fmt.Errorf("get approval %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("get approval %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// DecideApproval records a decision once and queues the run when nothing of
+// it is pending any more.
+func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store.Approval, error) {
+	var decided store.Approval
+	err := s.writer.do(ctx, eventBytes(p.Events)+int64(len(p.EditedArgs)), func(ctx context.Context, tx *writeTx) error {
+		cur, err := scanApproval(tx.QueryRowContext(ctx, approvalGetSQL, sql.Named("id", p.ID), sql.Named("tenant", p.Tenant)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case cur.Status != store.ApprovalPending:
+			return fmt.Errorf("%w: it was %s by %s", store.ErrDecided, cur.Status, cur.DecidedBy)
+		case cur.Binding != p.Binding:
+			return store.ErrBindingMismatch
+		case p.Status != store.ApprovalExpired && !cur.ExpiresAt.After(p.Now):
+			return fmt.Errorf("%w: it expired at %s", store.ErrDecided, cur.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		decided, err = decide(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("decide approval %s: %w", p.ID, err)
+	}
+	return decided, nil
+}
+
+func decide(ctx context.Context, tx *writeTx, p store.DecideParams) (store.Approval, error) {
+	var edited any
+	if p.EditedArgs != nil {
+		edited = []byte(p.EditedArgs)
+	}
+	a, err := scanApproval(tx.QueryRowContext(ctx, approvalDecideSQL,
+		sql.Named("id", p.ID),
+		sql.Named("binding", p.Binding),
+		sql.Named("status", string(p.Status)),
+		sql.Named("edited_args", edited),
+		sql.Named("edited_hash", p.EditedHash),
+		sql.Named("by", p.By),
+		sql.Named("note", p.Note),
+		sql.Named("now", nanos(p.Now)),
+	))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Approval{}, store.ErrDecided
+	}
+	if err != nil {
+		return store.Approval{}, err
+	}
+	if _, err := tx.ExecContext(ctx, runWakeDecidedSQL, sql.Named("run_id", a.RunID), sql.Named("now", nanos(p.Now))); err != nil {
+		return store.Approval{}, err
+	}
+	return a, insertEvents(ctx, tx, a.RunID, p.Events)
+}
+
+// ExpireApprovals expires pending approvals past their expiry.
+func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
+	n := 0
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		rows, err := tx.QueryContext(ctx, approvalDueSQL, sql.Named("now", nanos(now)))
+		if err != nil {
+			return err
+		}
+		type due struct{ id, binding string }
+		var dues []due
+		for rows.Next() {
+			var d due
+			if err := rows.Scan(&d.id, &d.binding); err != nil {
+				rows.Close()
+				return err
+			}
+			dues = append(dues, d)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for _, d := range dues {
+			a, err := decide(ctx, tx, store.DecideParams{ID: d.id, Binding: d.binding, Status: store.ApprovalExpired,
+				By: "policy:expiry", Note: "no decision before the approval expired", Now: now})
+			if err != nil {
+				return err
+			}
+			if err := insertEvents(ctx, tx, a.RunID, []store.Event{{Step: a.Step, Type: "approval_expired", Time: now,
+				Data: []byte(fmt.Sprintf(`{"approval_id":%q,"tool":%q}`, a.ID, a.Tool))}}); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire approvals: %w", err)
+	}
+	return n, nil
+}
+
+func scanApproval(row scanner) (store.Approval, error) {
+	var (
+		a                           store.Approval
+		expires, created, decidedAt int64
+	)
+	err := row.Scan(&a.ID, &a.Tenant, &a.RunID, &a.Step, &a.ToolUseID, &a.Tool, (*[]byte)(&a.Args), &a.ArgsHash,
+		&a.Reason, &a.Category, &a.Summary, &a.PolicyVersion, &a.Binding, (*string)(&a.Status),
+		&expires, &created, (*[]byte)(&a.EditedArgs), &a.EditedHash, &a.DecidedBy, &decidedAt, &a.Note)
+	if err != nil {
+		return store.Approval{}, err
+	}
+	a.ExpiresAt, a.CreatedAt, a.DecidedAt = fromNanos(expires), fromNanos(created), fromNanos(decidedAt)
+	return a, nil
+}
