@@ -33,14 +33,23 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 	calls := make([]gatedCall, len(uses))
 	var needs []int
 	decisions := make([]Decision, len(uses))
+	var prior []PriorEffect
+	priorLoaded := false
 	for i, use := range uses {
 		calls[i].use = use
 		tool, ok := x.agent.tools[use.Name]
 		if !ok || tool.checkArgs(use.Input) != nil || x.run.DryRun {
 			continue // callTool answers these; a dry run executes nothing to gate
 		}
+		if tool.Effect.SideEffecting() && !priorLoaded {
+			var err error
+			if prior, err = x.priorEffects(ctx); err != nil {
+				return nil, err
+			}
+			priorLoaded = true
+		}
 		d, err := x.agent.Policy(ctx, PolicyCall{Tool: tool.Name, Effect: tool.Effect, External: tool.External,
-			Args: use.Input, Run: x.info()})
+			Args: use.Input, Run: x.info(), Prior: prior})
 		if err != nil {
 			return nil, fmt.Errorf("policy for %s: %w", tool.Name, err)
 		}
@@ -95,6 +104,21 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 		return nil, x.awaitApproval(ctx, missing)
 	}
 	return calls, nil
+}
+
+// priorEffects lists the side effects the run has applied, from the ledger.
+func (x *execution) priorEffects(ctx context.Context) ([]PriorEffect, error) {
+	effects, err := x.r.store.Effects(ctx, x.run.Tenant, x.run.ID)
+	if err != nil {
+		return nil, err
+	}
+	var prior []PriorEffect
+	for _, e := range effects {
+		if e.State == store.EffectDone {
+			prior = append(prior, PriorEffect{Tool: e.Tool, Args: e.Args})
+		}
+	}
+	return prior, nil
 }
 
 // newApproval builds the pending approval of one call, bound to its exact

@@ -36,6 +36,16 @@ type PolicyCall struct {
 	// Args are the exact arguments the call would run with.
 	Args json.RawMessage
 	Run  RunInfo
+	// Prior lists the side effects the run has already applied, so a policy
+	// can gate on totals ("refunds in this run above 500 USD"), not only on
+	// one call: a model talked into many small refunds meets the gate too.
+	Prior []PriorEffect
+}
+
+// PriorEffect is a side effect a run has applied.
+type PriorEffect struct {
+	Tool string
+	Args json.RawMessage
 }
 
 // Policy decides every tool call before it runs. It is applied by the

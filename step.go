@@ -236,6 +236,25 @@ func (x *execution) think(ctx context.Context) error {
 	return x.write(ctx, nil)
 }
 
+// dryRunPlan lists the side effects a dry run would have had, in order.
+func (x *execution) dryRunPlan() string {
+	var b strings.Builder
+	b.WriteString("Plan of actions (dry run; nothing was executed):")
+	n := 0
+	for _, m := range x.msgs {
+		for _, use := range model.ToolUses(m.Content) {
+			if t, ok := x.agent.tools[use.Name]; ok && t.Effect.SideEffecting() {
+				n++
+				fmt.Fprintf(&b, "\n%d. %s %s", n, use.Name, compactJSON(use.Input))
+			}
+		}
+	}
+	if n == 0 {
+		b.WriteString("\n(no side effects)")
+	}
+	return b.String()
+}
+
 // modelFailed handles a model call that failed after the SDK's own retries:
 // load-related failures pause the run until later; a bad request fails it,
 // since sending it again cannot help.
@@ -270,6 +289,10 @@ func (x *execution) finish(ctx context.Context, last model.Message) error {
 		}
 	}
 	x.run.Final = final
+	if x.run.DryRun {
+		x.run.Final = final + "\n\n" + x.dryRunPlan()
+		return x.stop(ctx, store.StatusDone, "dry_run", "nothing was executed: the run's output is its plan")
+	}
 	if len(missing) > 0 {
 		detail, _ := json.Marshal(map[string]any{"complete": false, "missing": missing})
 		return x.escalate(ctx, store.StatusEscalated, "unverified", string(detail), missing, nil)
