@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/store"
+)
+
+// runApprovals lists approvals, pending ones by default, with what a person
+// needs to decide them.
+func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("approvals", stderr)
+	db := dbFlag(fs)
+	status := fs.String("status", "pending", "pending, approved, edited, rejected, expired, or all")
+	tenant := fs.String("tenant", "", "only this tenant's approvals")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{"usage: belay approvals [--status S] [--tenant T] [--json] [--db PATH]"}
+	}
+	p := store.ListApprovalsParams{Tenant: *tenant}
+	switch *status {
+	case "all":
+	case "pending", "approved", "edited", "rejected", "expired":
+		p.Status = store.ApprovalStatus(*status)
+	default:
+		return usageError{fmt.Sprintf("approvals: unknown status %q", *status)}
+	}
+	st, err := openExistingStore(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	as, err := st.Approvals(ctx, p)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, a := range as {
+			if err := enc.Encode(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(as) == 0 {
+		fmt.Fprintf(stdout, "no %s approvals\n", *status)
+		return nil
+	}
+	for _, a := range as {
+		fmt.Fprintf(stdout, "%s  %s  %s\n", a.ID, a.Status, a.Category)
+		fmt.Fprintf(stdout, "  what     %s\n", a.Summary)
+		fmt.Fprintf(stdout, "  why      %s (policy %s)\n", a.Reason, a.PolicyVersion)
+		fmt.Fprintf(stdout, "  run      %s (tenant %s), tool %s %s\n", a.RunID, a.Tenant, a.Tool, compact(a.Args))
+		if a.Status == store.ApprovalPending {
+			fmt.Fprintf(stdout, "  expires  %s (in %s)\n", a.ExpiresAt.Local().Format(time.DateTime), time.Until(a.ExpiresAt).Round(time.Second))
+			fmt.Fprintf(stdout, "  decide   belay approve %s | belay reject %s --note ... | belay approve %s --edit '{...}'\n", a.ID, a.ID, a.ID)
+		} else {
+			fmt.Fprintf(stdout, "  decided  by %s at %s %s\n", a.DecidedBy, a.DecidedAt.Local().Format(time.DateTime), a.Note)
+		}
+		fmt.Fprintln(stdout)
+	}
+	return nil
+}
+
+// runApprove approves a pending approval, or approves it with edited
+// arguments.
+func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return decideCommand(ctx, "approve", args, stdout, stderr)
+}
+
+// runReject rejects a pending approval with a reason the model reads.
+func runReject(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return decideCommand(ctx, "reject", args, stdout, stderr)
+}
+
+func decideCommand(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags(verb, stderr)
+	db := dbFlag(fs)
+	as := fs.String("as", "", "who decides, recorded with the decision (default: human:$USER)")
+	note := fs.String("note", "", "why; on a rejection, the model reads it")
+	edit := ""
+	if verb == "approve" {
+		fs.StringVar(&edit, "edit", "", "approve these arguments (JSON) instead of the requested ones")
+	}
+	fs.Usage = func() {
+		if verb == "approve" {
+			fmt.Fprintln(stderr, "usage: belay approve ID [--edit JSON] [--as NAME] [--note TEXT] [--db PATH]")
+		} else {
+			fmt.Fprintln(stderr, "usage: belay reject ID --note TEXT [--as NAME] [--db PATH]")
+		}
+		fs.PrintDefaults()
+	}
+	id, err := parseRunArg(fs, args)
+	if err != nil {
+		return err
+	}
+	d := belay.ApprovalDecision{Verdict: verb, By: decider(*as), Note: *note}
+	if edit != "" {
+		if !json.Valid([]byte(edit)) {
+			return usageError{"approve: --edit takes the new arguments as JSON"}
+		}
+		d.Verdict, d.EditedArgs = "edit", json.RawMessage(edit)
+	}
+	if verb == "reject" && *note == "" {
+		return usageError{"reject needs --note: the model explains it to the customer"}
+	}
+	st, err := openExistingStore(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	a, err := belay.DecideApproval(ctx, st, "", id, d)
+	switch {
+	case errors.Is(err, belay.ErrApprovalNotFound):
+		return fmt.Errorf("%w (list pending approvals with: belay approvals --db %s)", err, *db)
+	case errors.Is(err, store.ErrDecided):
+		return fmt.Errorf("%w; nothing was changed", err)
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(stdout, "approval %s %s by %s; run %s continues on the next worker\n", a.ID, a.Status, a.DecidedBy, a.RunID)
+	return nil
+}
+
+// runStats prints approval statistics per category.
+func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "approvals" {
+		return usageError{"usage: belay stats approvals [--tenant T] [--json] [--db PATH]"}
+	}
+	fs := newFlags("stats approvals", stderr)
+	db := dbFlag(fs)
+	tenant := fs.String("tenant", "", "only this tenant's approvals")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args[1:]); err != nil {
+		return usageError{err.Error()}
+	}
+	st, err := openExistingStore(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stats, err := belay.ApprovalStats(ctx, st, *tenant)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(stats)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CATEGORY\tPENDING\tDECIDED\tAPPROVED\tEDITED\tREJECTED\tEXPIRED\tMEDIAN WAIT\tSUGGESTS")
+	for _, c := range stats {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f%%\t%.0f%%\t%.0f%%\t%d\t%s\t%s\n", c.Category, c.Pending, c.Decided,
+			100*c.ApprovalRate, 100*c.EditRate, 100*c.RejectionRate, c.Expired, c.MedianDecision.Round(time.Second), c.Suggestion)
+	}
+	return tw.Flush()
+}
