@@ -266,8 +266,8 @@ func TestApprovalExpiresAfterARestart(t *testing.T) {
 		t.Errorf("a decision after expiry: %v, want ErrDecided", err)
 	}
 	run := f.drain(t, restarted)
-	if run.Status != store.StatusDone {
-		t.Fatalf("run %s", run.Status)
+	if run.Status != store.StatusEscalated || run.StopReason != "approval_expired" || run.Escalation == nil {
+		t.Fatalf("run %s (%s), want escalated with a packet after the model answered", run.Status, run.StopReason)
 	}
 	res := f.resultsMessage(t)[1]
 	if !res.IsError || res.Content != "Approval timed out. Escalate to a human agent." {

@@ -297,6 +297,20 @@ func (x *execution) finish(ctx context.Context, last model.Message) error {
 		detail, _ := json.Marshal(map[string]any{"complete": false, "missing": missing})
 		return x.escalate(ctx, store.StatusEscalated, "unverified", string(detail), missing, nil)
 	}
+	// The model was told an approval timed out and has answered the
+	// customer; what it could not do is now a person's.
+	expired, err := x.r.store.Approvals(ctx, store.ListApprovalsParams{Tenant: x.run.Tenant, RunID: x.run.ID, Status: store.ApprovalExpired})
+	if err != nil {
+		return err
+	}
+	if len(expired) > 0 {
+		var what []string
+		for _, a := range expired {
+			what = append(what, a.Summary)
+		}
+		return x.escalate(ctx, store.StatusEscalated, "approval_expired",
+			"no one decided in time: "+strings.Join(what, "; "), nil, nil)
+	}
 	return x.stop(ctx, store.StatusDone, "verified", "")
 }
 

@@ -61,6 +61,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asJSON := fs.Bool("json", false, "print only the summary, as one JSON object")
 	dbPath := fs.String("db", "", "path of the SQLite database (default: a new one in a temporary directory)")
 	yes := fs.Bool("yes", false, "approve the refund without asking, as policy:demo-auto")
+	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
 	scenario := fs.String("scenario", "crash", "crash (a worker killed mid-run), stuck (a drifting model), budget (a dollar limit), unverified (a missing CRM note)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
@@ -104,6 +105,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if ok && guard.adjust != nil {
 		guard.adjust(agent)
 	}
+	if err := usePolicyFile(agent, *policyPath); err != nil {
+		return err
+	}
 	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, HumanApproval: true})
 	if err != nil {
 		return err
@@ -123,13 +127,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	say("")
 
 	printer := &tracePrinter{store: st, runID: run.ID, w: stdout, quiet: *asJSON}
+	var workerFlags []string
+	if *policyPath != "" {
+		workerFlags = []string{"--policy", *policyPath}
+	}
 	summary := demoSummary{RunID: run.ID, DB: *dbPath}
 	if ok {
 		return runGuardScenario(ctx, guard, rt, st, world, printer, summary, stdout, *asJSON)
 	}
 
 	say("[worker 1] starting")
-	if _, err := demoWorker(ctx, *dbPath, printer); err != nil {
+	if _, err := demoWorker(ctx, *dbPath, printer, workerFlags...); err != nil {
 		return err
 	}
 	decided, err := decideDemoApprovals(ctx, rt, st, run.ID, *yes, stdout, *asJSON)
@@ -146,7 +154,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	say("")
 	say("[worker 2] starting; billing will apply the refund and lose the response, and the worker will be killed right after")
-	crashed, err := demoWorker(ctx, *dbPath, printer, "--crash-at-unknown")
+	crashed, err := demoWorker(ctx, *dbPath, printer, append(workerFlags, "--crash-at-unknown")...)
 	if err != nil {
 		return err
 	}
@@ -158,7 +166,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		summary.Resumes++
 		say("[worker 3] starting on the same store; it takes over the dead worker's lease at once")
 	}
-	if _, err := demoWorker(ctx, *dbPath, printer); err != nil {
+	if _, err := demoWorker(ctx, *dbPath, printer, workerFlags...); err != nil {
 		return err
 	}
 	printer.flush(ctx)

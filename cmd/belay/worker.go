@@ -10,6 +10,7 @@ import (
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/examples/support"
 	"github.com/belayrun/belay/model/scripted"
+	"github.com/belayrun/belay/policy"
 	"github.com/belayrun/belay/store"
 )
 
@@ -26,6 +27,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	crashAfter := fs.String("crash-after", "", "after this kind of side effect lands (refund, email, note), stop and wait to be killed")
 	crashAtUnknown := fs.Bool("crash-at-unknown", false, "once an unknown outcome is recorded, stop and wait to be killed")
 	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
+	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -52,13 +54,17 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			hang(ctx, stdout, kind)
 		}
 	}
+	agent := support.NewAgent(world, scripted.Func(support.Script()))
+	if err := usePolicyFile(agent, *policyPath); err != nil {
+		return err
+	}
 	var runStore store.Store = st
 	if *crashAtUnknown {
 		runStore = &crashAtUnknownStore{Store: st, crash: func() { hang(ctx, stdout, "unknown-outcome") }}
 	}
 	rt, err := belay.New(belay.Config{
 		Store:    runStore,
-		Agents:   []*belay.Agent{support.NewAgent(world, scripted.Func(support.Script()))},
+		Agents:   []*belay.Agent{agent},
 		LeaseTTL: *leaseTTL,
 		// The demo decides approvals in its own process.
 		HumanApproval: true,
@@ -95,5 +101,18 @@ func (s *crashAtUnknownStore) Checkpoint(ctx context.Context, p store.Checkpoint
 			s.crash()
 		}
 	}
+	return nil
+}
+
+// usePolicyFile replaces an agent's policy with the one in path, if any.
+func usePolicyFile(agent *belay.Agent, path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := policy.Load(path)
+	if err != nil {
+		return err
+	}
+	agent.Policy, agent.PolicyVersion = f.Policy(), f.Version()
 	return nil
 }
