@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/belayrun/belay/internal/lease"
@@ -120,11 +121,14 @@ type Runtime struct {
 
 	wake chan struct{}
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	loopsWG sync.WaitGroup // the claim loop
-	runsWG  sync.WaitGroup // one per run in flight
-	active  map[string]bool
+	mu           sync.Mutex
+	cancel       context.CancelFunc
+	cancelClaims context.CancelFunc
+	// stopping tells executions to let go at their next step boundary.
+	stopping atomic.Bool
+	loopsWG  sync.WaitGroup // the claim loop
+	runsWG   sync.WaitGroup // one per run in flight
+	active   map[string]bool
 }
 
 // New validates cfg and returns a runtime that has not started.
@@ -214,34 +218,63 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 }
 
 // Start launches the claim loop: it claims due runs and executes each on its
-// own goroutine, up to Workers at once. Everything Start launches exits when
-// ctx is done or Stop is called.
+// own goroutine, up to Workers at once. The claim loop exits when ctx is done
+// or Stop is called; the runs in flight exit when ctx is done, or at their
+// next step boundary after Stop.
 func (r *Runtime) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cancel != nil {
 		return errors.New("runtime already started")
 	}
-	ctx, r.cancel = context.WithCancel(ctx)
+	workCtx, cancelWork := context.WithCancel(ctx)
+	claimCtx, cancelClaims := context.WithCancel(workCtx)
+	r.cancel = func() { cancelClaims(); cancelWork() }
+	r.cancelClaims = cancelClaims
 	r.loopsWG.Add(1)
 	go func() {
 		defer r.loopsWG.Done()
-		r.claimLoop(ctx)
+		r.claimLoop(claimCtx, workCtx)
 	}()
+	if w, ok := r.store.(Waker); ok {
+		wake, err := w.Wakeups(claimCtx)
+		if err != nil {
+			r.cfg.Logger.Warn("no wakeups from the store; polling only", "err", err)
+		} else {
+			r.loopsWG.Add(1)
+			go func() {
+				defer r.loopsWG.Done()
+				for range wake {
+					r.poke()
+				}
+			}()
+		}
+	}
 	return nil
 }
 
-// Stop stops claiming, cancels the runs in flight (their lease stays, so
-// another worker resumes them when it expires or at once if this process
-// exits) and waits for every goroutine to return or ctx to end.
+// Waker is implemented by stores that announce due runs (PostgreSQL, with
+// LISTEN/NOTIFY), so an idle runtime claims a queued run or a decided
+// approval at once instead of at its next poll. The channel closes when ctx
+// ends; polling remains the fallback for lost notifications.
+type Waker interface {
+	Wakeups(ctx context.Context) (<-chan struct{}, error)
+}
+
+// Stop shuts down gracefully: it stops claiming, lets each run in flight
+// finish its current step and checkpoint it, releases their leases so that
+// another worker takes them over at once, and waits. If ctx ends first, the
+// runs still in flight are cancelled (their leases expire or are taken over
+// by a worker on this host) and Stop returns ctx's error.
 func (r *Runtime) Stop(ctx context.Context) error {
 	r.mu.Lock()
-	cancel := r.cancel
+	cancel, cancelClaims := r.cancel, r.cancelClaims
 	r.mu.Unlock()
 	if cancel == nil {
 		return nil
 	}
-	cancel()
+	r.stopping.Store(true)
+	cancelClaims()
 	done := make(chan struct{})
 	go func() {
 		r.loopsWG.Wait()
@@ -250,8 +283,11 @@ func (r *Runtime) Stop(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		cancel()
 		return nil
 	case <-ctx.Done():
+		cancel()
+		<-done
 		return ctx.Err()
 	}
 }
@@ -290,7 +326,9 @@ func (r *Runtime) poke() {
 	}
 }
 
-func (r *Runtime) claimLoop(ctx context.Context) {
+// claimLoop claims runs while ctx lives; the runs it launches live on
+// workCtx, so that stopping the claims does not cut a step short.
+func (r *Runtime) claimLoop(ctx, workCtx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	lastSweep := time.Time{}
@@ -303,7 +341,7 @@ func (r *Runtime) claimLoop(ctx context.Context) {
 		}
 		if now := r.cfg.now(); now.Sub(lastSweep) >= 5*r.cfg.PollInterval {
 			lastSweep = now
-			r.takeOverDeadOwners(ctx, func(run store.Run) { r.launch(ctx, run) })
+			r.takeOverDeadOwners(ctx, func(run store.Run) { r.launch(workCtx, run) })
 			if err := r.expireApprovals(ctx); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Error("expire approvals", "err", err)
 			}
@@ -315,7 +353,7 @@ func (r *Runtime) claimLoop(ctx context.Context) {
 				r.cfg.Logger.Error("claim runs", "err", err)
 			}
 			for _, run := range runs {
-				r.launch(ctx, run)
+				r.launch(workCtx, run)
 			}
 			if len(runs) == free {
 				r.poke() // more may be due

@@ -118,6 +118,12 @@ func (x *execution) loop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if x.r.stopping.Load() {
+			// Shutting down between steps: the last step is checkpointed;
+			// hand the run to another worker at once.
+			x.release(ctx)
+			return errStop
+		}
 		last := x.msgs[len(x.msgs)-1]
 		// A step runs from the model call to the checkpoint of its tool
 		// results; a resumed step starts where the worker picked it up.
