@@ -176,6 +176,7 @@ func TestCrashWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer st.Close()
 	var mu sync.Mutex
 	n := 0
 	point := func(what string) {
