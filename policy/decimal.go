@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/belayrun/belay"
 )
 
 // decimal is an exact decimal number: 0.digits × 10^exp, negative if neg.
@@ -116,4 +119,57 @@ func (d decimal) key() string {
 		s = "-" + s
 	}
 	return s
+}
+
+// runTotal adds up field over the run's applied side effects of the call's
+// tool, and this call's value v. Sums are exact; a value whose exponent is
+// beyond any amount (|exp| > 400) makes the total that value, which is what
+// any comparison with it would say anyway.
+func runTotal(field string, call belay.PolicyCall, v decimal) (decimal, bool) {
+	sum, ok := v.rat()
+	if !ok {
+		return v, true
+	}
+	for _, p := range call.Prior {
+		if p.Tool != call.Tool {
+			continue
+		}
+		a := callArgs{raw: p.Args}
+		x, ok := a.number(field)
+		if !ok {
+			continue
+		}
+		r, ok := x.rat()
+		if !ok {
+			return x, true
+		}
+		sum.Add(sum, r)
+	}
+	return parseDecimal(sum.FloatString(ratDigits(sum)))
+}
+
+// rat returns d as an exact rational, unless its exponent is absurd.
+func (d decimal) rat() (*big.Rat, bool) {
+	if d.exp > 400 || d.exp < -400 {
+		return nil, false
+	}
+	s := "0"
+	if d.digits != "" {
+		s = "0." + d.digits + "e" + strconv.FormatInt(d.exp, 10)
+	}
+	if d.neg {
+		s = "-" + s
+	}
+	r, ok := new(big.Rat).SetString(s)
+	return r, ok
+}
+
+// ratDigits is enough fractional digits to write r exactly: r is a sum of
+// decimals, so its denominator divides a power of ten.
+func ratDigits(r *big.Rat) int {
+	n := 0
+	for d := new(big.Int).Set(r.Denom()); d.Cmp(big.NewInt(1)) > 0 && n < 1000; n++ {
+		d.Quo(d, big.NewInt(10))
+	}
+	return n + 1
 }

@@ -32,7 +32,8 @@ const (
 
 var (
 	topFields  = []string{"name", "version", "default", "rules"}
-	ruleFields = []string{"name", "tool", "tools", "effect", "external", "field", "above", "at_least", "below", "decision", "reason", "category"}
+	ruleFields = []string{"name", "tool", "tools", "effect", "external", "field", "over", "above", "at_least", "below", "decision", "reason", "category"}
+	overs      = []string{"call", "run"}
 	defaults   = []string{string(DefaultAllow), string(DefaultDeny), string(DefaultNeedsApproval), string(DefaultByEffect)}
 	verdicts   = []string{string(belay.Allow), string(belay.Deny), string(belay.NeedsApproval)}
 	effects    = []string{string(belay.Read), string(belay.Write), string(belay.Irreversible)}
@@ -67,6 +68,11 @@ type Rule struct {
 	// hold.
 	Field                 string
 	Above, AtLeast, Below string
+	// Over is what Field is taken over: "call" (default), this call's
+	// argument; "run", the sum of the argument over the run's applied side
+	// effects of the same tool plus this call, so that many small refunds
+	// meet the gate a large one would.
+	Over string
 
 	Decision belay.Verdict
 	// Reason is what a person reads about the decision; the rule's name
@@ -180,6 +186,8 @@ func (d *decoder) rule(n ast.Node, path string) (Rule, bool) {
 			}
 		case "field":
 			r.Field, _ = d.str(v, field)
+		case "over":
+			r.Over, _ = d.oneOf(v, field, overs)
 		case "above", "at_least", "below":
 			text, x, ok := d.number(v, field)
 			if !ok {
@@ -219,6 +227,9 @@ func (d *decoder) rule(n ast.Node, path string) (Rule, bool) {
 				d.fail(present[k], path+"."+k, "needs field: the argument to compare")
 			}
 		}
+	}
+	if present["over"] != nil && present["field"] == nil {
+		d.fail(present["over"], path+".over", "needs field: the argument to add up")
 	}
 	if present["field"] != nil && !compared {
 		d.fail(present["field"], path+".field", "needs above, at_least or below")
@@ -330,6 +341,9 @@ func (r *Rule) matches(call belay.PolicyCall, args *callArgs) bool {
 	}
 	if r.Field != "" {
 		v, ok := args.number(r.Field)
+		if ok && r.Over == "run" {
+			v, ok = runTotal(r.Field, call, v)
+		}
 		if !ok ||
 			r.above != nil && v.cmp(*r.above) <= 0 ||
 			r.atLeast != nil && v.cmp(*r.atLeast) < 0 ||
@@ -385,9 +399,13 @@ func (r Rule) String() string {
 			conds = append(conds, "not external")
 		}
 	}
+	field := r.Field
+	if r.Over == "run" {
+		field = "total " + r.Field + " in the run"
+	}
 	for _, c := range []struct{ op, v string }{{">", r.Above}, {">=", r.AtLeast}, {"<", r.Below}} {
 		if c.v != "" {
-			conds = append(conds, r.Field+" "+c.op+" "+c.v)
+			conds = append(conds, field+" "+c.op+" "+c.v)
 		}
 	}
 	if len(conds) == 0 {
@@ -411,6 +429,7 @@ func (f *File) computeDigest() string {
 		Effect   string   `json:"effect,omitempty"`
 		External *bool    `json:"external,omitempty"`
 		Field    string   `json:"field,omitempty"`
+		Over     string   `json:"over,omitempty"`
 		Above    string   `json:"above,omitempty"`
 		AtLeast  string   `json:"at_least,omitempty"`
 		Below    string   `json:"below,omitempty"`
@@ -433,7 +452,7 @@ func (f *File) computeDigest() string {
 		slices.Sort(tools)
 		canon.Rules = append(canon.Rules, rule{
 			Name: r.Name, Tools: slices.Compact(tools), Effect: string(r.Effect), External: r.External,
-			Field: r.Field, Above: key(r.above), AtLeast: key(r.atLeast), Below: key(r.below),
+			Field: r.Field, Over: r.Over, Above: key(r.above), AtLeast: key(r.atLeast), Below: key(r.below),
 			Decision: string(r.Decision), Reason: r.Reason, Category: r.Category,
 		})
 	}

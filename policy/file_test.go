@@ -239,7 +239,7 @@ rules:
     decision: maybe
 `, []string{`support.yaml:9: rules[1].decision: "maybe" is not one of allow, deny, needs_approval`}, 9, "rules[1].decision"},
 		{"unknown rule field", "name: p\nrules:\n  - name: r\n    tool: a\n    tols: [b]\n    decision: deny\n",
-			[]string{"support.yaml:5: rules[0].tols: unknown field; want one of name, tool, tools, effect, external, field, above, at_least, below, decision, reason, category"}, 5, "rules[0].tols"},
+			[]string{"support.yaml:5: rules[0].tols: unknown field; want one of name, tool, tools, effect, external, field, over, above, at_least, below, decision, reason, category"}, 5, "rules[0].tols"},
 		{"unknown top field", "name: p\ndefualt: deny\n",
 			[]string{"support.yaml:2: defualt: unknown field; want one of name, version, default, rules"}, 2, "defualt"},
 		{"bad effect", "name: p\nrules:\n  - {name: r, effect: destructive, decision: deny}\n",
@@ -276,7 +276,7 @@ rules:
 		{"rules not a list", "name: p\nrules:\n  name: r\n",
 			[]string{"support.yaml:3: rules: must be a list, not a mapping"}, 3, "rules"},
 		{"rule not a mapping", "name: p\nrules:\n  - delete_account\n",
-			[]string{`support.yaml:3: rules[0]: must be a mapping of name, tool, tools, effect, external, field, above, at_least, below, decision, reason, category, not "delete_account"`}, 3, "rules[0]"},
+			[]string{`support.yaml:3: rules[0]: must be a mapping of name, tool, tools, effect, external, field, over, above, at_least, below, decision, reason, category, not "delete_account"`}, 3, "rules[0]"},
 		{"not a mapping", "- a\n- b\n",
 			[]string{"support.yaml:1: must be a mapping of name, version, default, rules, not a list"}, 1, ""},
 		{"version with a space", "name: p\nversion: two words\n",
@@ -444,4 +444,40 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestRunTotals(t *testing.T) {
+	f, err := Parse("totals.yaml", []byte(`
+name: totals
+version: 1
+default: allow
+rules:
+  - name: refunds in one run above 300 USD need a person
+    tool: issue_refund
+    field: amount_usd
+    over: run
+    above: 300
+    decision: needs_approval
+    category: refund_total
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prior := []belay.PriorEffect{
+		{Tool: "issue_refund", Args: json.RawMessage(`{"amount_usd": 100.10}`)},
+		{Tool: "issue_refund", Args: json.RawMessage(`{"amount_usd": 99.90}`)},
+		{Tool: "reply", Args: json.RawMessage(`{"amount_usd": 5000}`)},
+	}
+	for _, tc := range []struct {
+		amount string
+		want   belay.Verdict
+	}{{"100", belay.Allow}, {"100.00", belay.Allow}, {"100.01", belay.NeedsApproval}, {"1e3", belay.NeedsApproval}} {
+		call := belay.PolicyCall{Tool: "issue_refund", Args: json.RawMessage(`{"amount_usd":` + tc.amount + `}`), Prior: prior}
+		if got := f.Decide(call); got.Verdict != tc.want {
+			t.Errorf("a refund of %s after 200.00: %s, want %s", tc.amount, got.Verdict, tc.want)
+		}
+	}
+	if _, err := Parse("bad.yaml", []byte("name: x\nrules:\n  - name: r\n    over: run\n    decision: deny\n")); err == nil || !strings.Contains(err.Error(), "over") {
+		t.Errorf("over without field: %v", err)
+	}
 }

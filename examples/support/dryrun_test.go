@@ -95,7 +95,7 @@ func TestInjectedRefundMeetsTheGate(t *testing.T) {
 		t.Fatalf("billing refunded %d times", got.Refunds)
 	}
 	pending, _ := st.Approvals(ctx, store.ListApprovalsParams{RunID: run.ID, Status: store.ApprovalPending})
-	if len(pending) != 1 || !strings.Contains(pending[0].Summary, "Refund 10000.00 USD") || pending[0].Category != "refund_large" {
+	if len(pending) != 1 || !strings.Contains(pending[0].Summary, "Refund 10000.00 USD") || pending[0].Category != "refund_total" {
 		t.Errorf("approval %+v", pending)
 	}
 }
