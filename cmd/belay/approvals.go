@@ -35,7 +35,7 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	default:
 		return usageError{fmt.Sprintf("approvals: unknown status %q", *status)}
 	}
-	st, err := openExistingStore(ctx, *db)
+	st, err := db.openExisting(ctx)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 	if verb == "reject" && *note == "" {
 		return usageError{"reject needs --note: the model explains it to the customer"}
 	}
-	st, err := openExistingStore(ctx, *db)
+	st, err := db.openExisting(ctx)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 	a, err := belay.DecideApproval(ctx, st, "", id, d)
 	switch {
 	case errors.Is(err, belay.ErrApprovalNotFound):
-		return fmt.Errorf("%w (list pending approvals with: belay approvals --db %s)", err, *db)
+		return fmt.Errorf("%w (list pending approvals with: belay approvals %s)", err, db)
 	case errors.Is(err, store.ErrDecided):
 		return fmt.Errorf("%w; nothing was changed", err)
 	case err != nil:
@@ -145,7 +145,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageError{err.Error()}
 	}
-	st, err := openExistingStore(ctx, *db)
+	st, err := db.openExisting(ctx)
 	if err != nil {
 		return err
 	}

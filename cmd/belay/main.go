@@ -86,7 +86,8 @@ func usage(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands that open a store take --db PATH (default ./belay.db, or $BELAY_DB).")
+	fmt.Fprintln(w, "Commands that open a store take --db PATH (default ./belay.db, or $BELAY_DB),")
+	fmt.Fprintln(w, "or --database-url URL for PostgreSQL (or $BELAY_DATABASE_URL).")
 }
 
 // newFlags returns a flag set that reports errors instead of exiting.
@@ -96,11 +97,15 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// dbFlag registers --db with its default from BELAY_DB.
-func dbFlag(fs *flag.FlagSet) *string {
+// dbFlag registers --db and --database-url: the store a command works on.
+func dbFlag(fs *flag.FlagSet) *storeTarget {
 	def := os.Getenv("BELAY_DB")
 	if def == "" {
 		def = "belay.db"
 	}
-	return fs.String("db", def, "path of the SQLite database")
+	t := &storeTarget{}
+	fs.StringVar(&t.path, "db", def, "path of the SQLite database (or $BELAY_DB)")
+	fs.StringVar(&t.url, "database-url", os.Getenv("BELAY_DATABASE_URL"),
+		"PostgreSQL URL, instead of --db (or $BELAY_DATABASE_URL)")
+	return t
 }

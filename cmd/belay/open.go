@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/postgres"
 	"github.com/belayrun/belay/store/sqlite"
 )
 
@@ -26,6 +28,61 @@ func openStore(ctx context.Context, path string) (*sqlite.Store, error) {
 	}
 }
 
+// storeTarget is the store a command works on: a SQLite file or a
+// PostgreSQL URL.
+type storeTarget struct {
+	path string
+	url  string
+}
+
+// String is the flag that names the target, for messages that tell a user
+// what to run next.
+func (t *storeTarget) String() string {
+	if t.url != "" {
+		return "--database-url " + redactURL(t.url)
+	}
+	return "--db " + t.path
+}
+
+// Name is the target for a person: the file, or the URL without password.
+func (t *storeTarget) Name() string {
+	if t.url != "" {
+		return redactURL(t.url)
+	}
+	return t.path
+}
+
+// open opens the target, creating a SQLite file that does not exist.
+func (t *storeTarget) open(ctx context.Context) (store.Store, error) {
+	if t.url != "" {
+		s, err := postgres.Open(ctx, t.url, postgres.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("open store %s: %w", redactURL(t.url), err)
+		}
+		return s, nil
+	}
+	return openStore(ctx, t.path)
+}
+
+// openExisting opens a store that must already exist. Commands that only
+// read use it, so a mistyped --db is an error instead of a new, empty
+// database.
+func (t *storeTarget) openExisting(ctx context.Context) (store.Store, error) {
+	if t.url != "" {
+		return t.open(ctx)
+	}
+	return openExistingStore(ctx, t.path)
+}
+
+// redactURL drops the password from a database URL.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable database URL)"
+	}
+	return u.Redacted()
+}
+
 // openExistingStore opens a store that must already exist. Commands that
 // only read use it, so a mistyped --db is an error instead of a new, empty
 // database.
@@ -40,10 +97,10 @@ func openExistingStore(ctx context.Context, path string) (*sqlite.Store, error) 
 
 // getRun reads a run of any tenant and turns a missing run into an error
 // that says how to find the right id.
-func getRun(ctx context.Context, s store.Store, db, id string) (store.Run, error) {
+func getRun(ctx context.Context, s store.Store, db *storeTarget, id string) (store.Run, error) {
 	run, err := s.GetRun(ctx, "", id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Run{}, fmt.Errorf("run %s not found in %s (list runs with: belay runs --db %s)", id, db, db)
+		return store.Run{}, fmt.Errorf("run %s not found in %s (list runs with: belay runs %s)", id, db.Name(), db)
 	}
 	if err != nil {
 		return store.Run{}, fmt.Errorf("read run %s: %w", id, err)

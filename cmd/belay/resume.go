@@ -36,22 +36,22 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	st, err := openExistingStore(ctx, *db)
+	st, err := db.openExisting(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, err := getRun(ctx, st, *db, runID); err != nil {
+	if _, err := getRun(ctx, st, db, runID); err != nil {
 		return err
 	}
 	run, err := belay.ResumeRun(ctx, st, "", runID, raise, decider(*as))
 	if errors.Is(err, store.ErrWrongStatus) {
-		return fmt.Errorf("%w; only a paused run can be resumed (see its status with: belay show %s --db %s)", err, runID, *db)
+		return fmt.Errorf("%w; only a paused run can be resumed (see its status with: belay show %s %s)", err, runID, db)
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "run %s is %s: the next worker on %s continues it\n", run.ID, run.Status, *db)
+	fmt.Fprintf(stdout, "run %s is %s: the next worker on %s continues it\n", run.ID, run.Status, db.Name())
 	return nil
 }
 
@@ -70,7 +70,7 @@ func runKillSwitch(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageError{err.Error()}
 	}
-	st, err := openExistingStore(ctx, *db)
+	st, err := db.openExisting(ctx)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{"runs: --limit must not be negative"}
 	}
 
-	s, err := openExistingStore(ctx, *db)
+	s, err := db.openExisting(ctx)
 	if err != nil {
 		return err
 	}

@@ -33,13 +33,13 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	s, err := openExistingStore(ctx, *db)
+	s, err := db.openExisting(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 
-	run, err := getRun(ctx, s, *db, id)
+	run, err := getRun(ctx, s, db, id)
 	if err != nil {
 		return err
 	}

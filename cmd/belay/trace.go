@@ -29,13 +29,13 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	s, err := openExistingStore(ctx, *db)
+	s, err := db.openExisting(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 
-	if _, err := getRun(ctx, s, *db, id); err != nil {
+	if _, err := getRun(ctx, s, db, id); err != nil {
 		return err
 	}
 	events, err := s.Events(ctx, id)

@@ -32,9 +32,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{err.Error()}
 	}
 	if *worldPath == "" {
-		*worldPath = *db + ".world"
+		if db.url != "" {
+			return usageError{"worker: with --database-url, pass --world PATH for the support world's database"}
+		}
+		*worldPath = db.path + ".world"
 	}
-	st, err := openStore(ctx, *db)
+	st, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,231 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "embed"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/approval_insert.sql
+	approvalInsertSQL string
+	//go:embed query/approval_list.sql
+	approvalListSQL string
+	//go:embed query/approval_get.sql
+	approvalGetSQL string
+	//go:embed query/approval_lock_run.sql
+	approvalLockRunSQL string
+	//go:embed query/approval_decide.sql
+	approvalDecideSQL string
+	//go:embed query/approval_due.sql
+	approvalDueSQL string
+	//go:embed query/approval_list_pending.sql
+	approvalListPendingSQL string
+	//go:embed query/run_wake_decided.sql
+	runWakeDecidedSQL string
+)
+
+// queueApprovals inserts a checkpoint's approvals pending; one that exists
+// for the same (tenant, run, tool, args hash) is kept as it is.
+func queueApprovals(b *pgx.Batch, runID string, now time.Time, as []store.Approval) {
+	for _, a := range as {
+		b.Queue(approvalInsertSQL, pgx.StrictNamedArgs{
+			"id":             a.ID,
+			"run_id":         runID,
+			"step":           a.Step,
+			"tool_use_id":    a.ToolUseID,
+			"tool":           a.Tool,
+			"args":           []byte(a.Args),
+			"args_hash":      a.ArgsHash,
+			"reason":         a.Reason,
+			"category":       a.Category,
+			"summary":        a.Summary,
+			"policy_version": a.PolicyVersion,
+			"binding":        a.Binding,
+			"expires_at":     nanos(a.ExpiresAt),
+			"now":            nanos(now),
+		})
+	}
+}
+
+// Approvals returns approvals in creation order, as the tenant when one is
+// given.
+func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]store.Approval, error) {
+	var limit any // null: no limit
+	if p.Limit > 0 {
+		limit = p.Limit
+	}
+	var as []store.Approval
+	b := s.batch(p.Tenant)
+	b.Queue(approvalListSQL, pgx.StrictNamedArgs{
+		"tenant": p.Tenant,
+		"run_id": p.RunID,
+		"status": string(p.Status),
+		"limit":  limit,
+	}).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			a, err := scanApproval(rows)
+			if err != nil {
+				return err
+			}
+			as = append(as, a)
+		}
+		return rows.Err()
+	})
+	if err := s.send(ctx, b); err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	return as, nil
+}
+
+// GetApproval returns an approval of a tenant ("" for any).
+func (s *Store) GetApproval(ctx context.Context, tenant, id string) (store.Approval, error) {
+	var a store.Approval
+	b := s.batch(tenant)
+	b.Queue(approvalGetSQL, pgx.StrictNamedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) (err error) {
+		a, err = scanApproval(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return err
+	})
+	if err := s.send(ctx, b); err != nil {
+		return store.Approval{}, fmt.Errorf("get approval %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// DecideApproval records a decision once, as the tenant, and queues the run
+// and wakes idle workers when nothing of it is pending any more. The run's
+// row is locked first, so that two people deciding the last two approvals
+// of a run at once cannot both see the other's still pending.
+func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store.Approval, error) {
+	var cur, decided store.Approval
+	key := pgx.StrictNamedArgs{"id": p.ID, "tenant": p.Tenant}
+	b := s.txBatch(p.Tenant)
+	b.Queue(approvalLockRunSQL, key)
+	b.Queue(approvalGetSQL, key).QueryRow(func(row pgx.Row) (err error) {
+		cur, err = scanApproval(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return err
+	})
+	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+		switch {
+		case cur.Status != store.ApprovalPending:
+			return fmt.Errorf("%w: it was %s by %s", store.ErrDecided, cur.Status, cur.DecidedBy)
+		case cur.Binding != p.Binding:
+			return store.ErrBindingMismatch
+		case p.Status != store.ApprovalExpired && !cur.ExpiresAt.After(p.Now):
+			return fmt.Errorf("%w: it expired at %s", store.ErrDecided, cur.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		b := &pgx.Batch{}
+		queueDecide(b, p, &decided)
+		b.Queue(runWakeDecidedSQL, pgx.StrictNamedArgs{"run_id": cur.RunID, "now": nanos(p.Now)})
+		queueEvents(b, cur.RunID, p.Events)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("decide approval %s: %w", p.ID, err)
+	}
+	return decided, nil
+}
+
+// queueDecide decides a pending approval into *decided, or fails with
+// store.ErrDecided.
+func queueDecide(b *pgx.Batch, p store.DecideParams, decided *store.Approval) {
+	b.Queue(approvalDecideSQL, pgx.StrictNamedArgs{
+		"id":          p.ID,
+		"binding":     p.Binding,
+		"status":      string(p.Status),
+		"edited_args": []byte(p.EditedArgs),
+		"edited_hash": p.EditedHash,
+		"by":          p.By,
+		"note":        p.Note,
+		"now":         nanos(p.Now),
+	}).QueryRow(func(row pgx.Row) (err error) {
+		*decided, err = scanApproval(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrDecided
+		}
+		return err
+	})
+}
+
+// ExpireApprovals expires up to 100 pending approvals past their expiry,
+// across tenants, in one transaction, and queues the runs left with nothing
+// pending.
+func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
+	var dueIDs []string
+	b := s.txBatch("")
+	b.Queue(approvalDueSQL, pgx.StrictNamedArgs{"now": nanos(now)}).Query(func(rows pgx.Rows) (err error) {
+		dueIDs, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	var expired []store.Approval
+	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+		if len(dueIDs) == 0 {
+			return nil
+		}
+		// Read again now that the runs are locked: a person may have
+		// decided one of them in between.
+		rows, err := tx.Query(ctx, approvalListPendingSQL, pgx.StrictNamedArgs{"ids": dueIDs})
+		if err != nil {
+			return err
+		}
+		due, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Approval, error) { return scanApproval(row) })
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		decided := make([]store.Approval, len(due))
+		for i, a := range due {
+			queueDecide(b, store.DecideParams{ID: a.ID, Binding: a.Binding, Status: store.ApprovalExpired,
+				By: "policy:expiry", Note: "no decision before the approval expired", Now: now}, &decided[i])
+			data, err := json.Marshal(struct {
+				ApprovalID string `json:"approval_id"`
+				Tool       string `json:"tool"`
+			}{a.ID, a.Tool})
+			if err != nil {
+				return err
+			}
+			b.Queue(runWakeDecidedSQL, pgx.StrictNamedArgs{"run_id": a.RunID, "now": nanos(now)})
+			queueEvents(b, a.RunID, []store.Event{{Step: a.Step, Type: "approval_expired", Time: now, Data: data}})
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		expired = decided
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire approvals: %w", err)
+	}
+	return len(expired), nil
+}
+
+// scanApproval reads the columns every approval query selects, in their
+// order.
+func scanApproval(row pgx.Row) (store.Approval, error) {
+	var (
+		a                           store.Approval
+		expires, created, decidedAt int64
+	)
+	err := row.Scan(&a.ID, &a.Tenant, &a.RunID, &a.Step, &a.ToolUseID, &a.Tool, (*[]byte)(&a.Args), &a.ArgsHash,
+		&a.Reason, &a.Category, &a.Summary, &a.PolicyVersion, &a.Binding, (*string)(&a.Status),
+		&expires, &created, (*[]byte)(&a.EditedArgs), &a.EditedHash, &a.DecidedBy, &decidedAt, &a.Note)
+	if err != nil {
+		return store.Approval{}, err
+	}
+	a.ExpiresAt, a.CreatedAt, a.DecidedAt = fromNanos(expires), fromNanos(created), fromNanos(decidedAt)
+	return a, nil
+}

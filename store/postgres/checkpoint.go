@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	_ "embed"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/run_checkpoint.sql
+	runCheckpointSQL string
+	//go:embed query/run_checkpoint_keep.sql
+	runCheckpointKeepSQL string
+)
+
+// Checkpoint writes one step in one transaction and one round trip: the
+// statements go out together and run as one implicit transaction. The run's
+// new state comes first, fenced by its lease; if the fence does not match it
+// raises, and nothing of the checkpoint is written. Then the messages and
+// events it appends, the effects it settles, the approvals it asks for
+// and its notifications. A
+// checkpoint that lets go of a run still due (running or queued) wakes idle
+// workers, so another takes it at once.
+//
+// A mid-run checkpoint that keeps the lease (KeepLease) leaves status,
+// lease, timer and claim order as they are: it changes no indexed column, so
+// PostgreSQL rewrites the row in place without touching its indexes.
+func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error {
+	u := p.Run
+	query := runCheckpointSQL
+	if u.KeepLease {
+		if u.Status != store.StatusRunning || !u.ResumeAfter.IsZero() {
+			return fmt.Errorf("checkpoint run %s: KeepLease with status %s", p.Fence.RunID, u.Status)
+		}
+		query = runCheckpointKeepSQL
+	}
+	args := pgx.StrictNamedArgs{
+		"id":            p.Fence.RunID,
+		"owner":         p.Fence.Owner,
+		"epoch":         p.Fence.Epoch,
+		"step":          u.Step,
+		"message_count": u.Messages,
+		"input_tokens":  u.InputTokens,
+		"output_tokens": u.OutputTokens,
+		"model_calls":   u.ModelCalls,
+		"cost_nano_usd": u.CostNanoUSD,
+		"plan":          []byte(u.Plan),
+		"guard":         []byte(u.Guard),
+		"stop_reason":   u.StopReason,
+		"stop_detail":   u.StopDetail,
+		"final":         u.Final,
+		"escalation":    []byte(u.Escalation),
+		"now":           nanos(p.Now),
+	}
+	if !u.KeepLease {
+		args["status"] = string(u.Status)
+		args["resume_after"] = nanos(u.ResumeAfter)
+		args["lease_expires"] = nanos(u.LeaseExpires)
+	}
+	b := &pgx.Batch{}
+	b.Queue(query, args)
+	queueMessages(b, p.Fence.RunID, p.Messages)
+	queueEvents(b, p.Fence.RunID, p.Events)
+	queueSettles(b, p.Now, p.Effects)
+	queueApprovals(b, p.Fence.RunID, p.Now, p.Approvals)
+	queueOutbox(b, p.Fence.RunID, p.Now, p.Outbox)
+	if !u.KeepLease && u.LeaseExpires.IsZero() && (u.Status == store.StatusRunning || u.Status == store.StatusQueued) {
+		b.Queue(runWakeupSQL, pgx.StrictNamedArgs{"id": p.Fence.RunID})
+	}
+	if err := s.send(ctx, b); err != nil {
+		return fmt.Errorf("checkpoint run %s: %w", p.Fence.RunID, err)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/belayrun/belay/store"
+)
+
+//go:embed migration/*.up.sql
+var migrationFS embed.FS
+
+var (
+	//go:embed query/migrate_lock.sql
+	migrateLockSQL string
+	//go:embed query/schema_create.sql
+	schemaCreateSQL string
+	//go:embed query/schema_inspect.sql
+	schemaInspectSQL string
+	//go:embed query/schema_version_create.sql
+	schemaVersionCreateSQL string
+	//go:embed query/schema_version.sql
+	schemaVersionSQL string
+	//go:embed query/schema_version_insert.sql
+	schemaVersionInsertSQL string
+	//go:embed query/app_role.sql
+	appRoleSQL string
+)
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in order. Their versions must
+// run 1, 2, 3... without gaps, or the schema version means nothing.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFS, "migration/*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for i, name := range names {
+		base := path.Base(name)
+		prefix, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(prefix)
+		if !ok || err != nil || v != i+1 {
+			return nil, fmt.Errorf("migration %s: want version %03d", base, i+1)
+		}
+		b, err := migrationFS.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	return ms, nil
+}
+
+// migrate brings the schema to the latest version and checks the
+// application role's privileges, in one transaction under an advisory lock
+// on the schema's name: of many processes opening a new schema at once, one
+// migrates and the others find it done.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, migrateLockSQL, pgx.StrictNamedArgs{"schema": s.schema, "app_role": s.role}); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		version, err := s.inspect(ctx, tx, len(ms))
+		if err != nil {
+			return err
+		}
+		for _, m := range ms[version:] {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, schemaVersionInsertSQL, pgx.StrictNamedArgs{"version": m.version, "name": m.name}); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, appRoleSQL); err != nil {
+			return fmt.Errorf("application role %s: %w", s.role, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate schema %s: %w", s.schema, err)
+	}
+	return nil
+}
+
+// inspect creates the schema and its version table if they do not exist and
+// returns its version, 0 for a new one, or an error that says what to do
+// with a schema that is not ours or is newer than this binary.
+func (s *Store) inspect(ctx context.Context, tx pgx.Tx, latest int) (int, error) {
+	if _, err := tx.Exec(ctx, schemaCreateSQL); err != nil {
+		return 0, fmt.Errorf("create schema: %w", err)
+	}
+	var versioned, relations int
+	if err := tx.QueryRow(ctx, schemaInspectSQL, pgx.StrictNamedArgs{"schema": s.schema}).Scan(&versioned, &relations); err != nil {
+		return 0, fmt.Errorf("inspect: %w", err)
+	}
+	switch {
+	case versioned == 1:
+	case relations == 0:
+		if _, err := tx.Exec(ctx, schemaVersionCreateSQL); err != nil {
+			return 0, fmt.Errorf("create version table: %w", err)
+		}
+		return 0, nil
+	default:
+		return 0, fmt.Errorf("schema %s holds another application's tables: pass another schema: %w", s.schema, store.ErrNotBelay)
+	}
+	var version int
+	if err := tx.QueryRow(ctx, schemaVersionSQL).Scan(&version); err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	if version > latest {
+		return 0, fmt.Errorf("schema %s was written by a newer belay (schema %d, this binary knows %d): upgrade belay: %w",
+			s.schema, version, latest, store.ErrSchemaTooNew)
+	}
+	return version, nil
+}

@@ -1,0 +1,153 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	_ "embed"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/outbox_insert.sql
+	outboxInsertSQL string
+	//go:embed query/outbox_list.sql
+	outboxListSQL string
+	//go:embed query/run_lock.sql
+	runLockSQL string
+	//go:embed query/run_resume.sql
+	runResumeSQL string
+	//go:embed query/kill_switch_set.sql
+	killSwitchSetSQL string
+	//go:embed query/kill_switch_get.sql
+	killSwitchGetSQL string
+	//go:embed query/run_requeue_stopped.sql
+	runRequeueStoppedSQL string
+)
+
+func queueOutbox(b *pgx.Batch, runID string, now time.Time, msgs []store.OutboxMessage) {
+	for _, m := range msgs {
+		b.Queue(outboxInsertSQL, pgx.StrictNamedArgs{
+			"run_id":  runID,
+			"kind":    m.Kind,
+			"payload": []byte(m.Payload),
+			"now":     nanos(now),
+		})
+	}
+}
+
+// Outbox returns a run's notifications in order.
+func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage, error) {
+	rows, err := s.pool.Query(ctx, outboxListSQL, pgx.StrictNamedArgs{"run_id": runID})
+	if err != nil {
+		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []store.OutboxMessage
+	for rows.Next() {
+		var (
+			m                  store.OutboxMessage
+			created, delivered int64
+		)
+		if err := rows.Scan(&m.ID, &m.Tenant, &m.RunID, &m.Kind, (*[]byte)(&m.Payload), &created, &delivered, &m.Attempts); err != nil {
+			return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
+		}
+		m.CreatedAt, m.DeliveredAt = fromNanos(created), fromNanos(delivered)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// ResumeRun queues a run that waits for a person, as its tenant, and wakes
+// idle workers.
+func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.Run, error) {
+	var (
+		run    store.Run
+		status store.Status
+	)
+	b := s.txBatch(p.Tenant)
+	b.Queue(runLockSQL, pgx.StrictNamedArgs{"id": p.RunID, "tenant": p.Tenant}).QueryRow(func(row pgx.Row) error {
+		err := row.Scan((*string)(&status))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return err
+	})
+	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+		if !slices.Contains(p.From, status) {
+			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, status)
+		}
+		b := &pgx.Batch{}
+		b.Queue(runResumeSQL, pgx.StrictNamedArgs{
+			"id":     p.RunID,
+			"tenant": p.Tenant,
+			"budget": []byte(p.Budget),
+			"now":    nanos(p.Now),
+		}).QueryRow(func(row pgx.Row) (err error) {
+			run, err = scanRun(row)
+			return err
+		})
+		queueEvents(b, p.RunID, p.Events)
+		b.Queue(runWakeupSQL, pgx.StrictNamedArgs{"id": p.RunID})
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("resume run %s: %w", p.RunID, err)
+	}
+	return run, nil
+}
+
+// SetKillSwitch engages or releases a kill switch, as its tenant (the
+// global switch as every tenant). Releasing one queues the runs it paused
+// that no other engaged switch still covers, and wakes idle workers.
+func (s *Store) SetKillSwitch(ctx context.Context, p store.KillSwitchParams) error {
+	b := s.batch(p.Tenant)
+	b.Queue(killSwitchSetSQL, pgx.StrictNamedArgs{
+		"tenant":  p.Tenant,
+		"engaged": p.Engaged,
+		"reason":  p.Reason,
+		"now":     nanos(p.Now),
+	})
+	if !p.Engaged && p.ResumeReason != "" {
+		b.Queue(runRequeueStoppedSQL, pgx.StrictNamedArgs{
+			"tenant":      p.Tenant,
+			"stop_reason": p.ResumeReason,
+			"now":         nanos(p.Now),
+		})
+	}
+	if err := s.send(ctx, b); err != nil {
+		return fmt.Errorf("set kill switch: %w", err)
+	}
+	return nil
+}
+
+// KillSwitch reports whether the tenant's switch or the global one is
+// engaged. It reads as the tenant, which sees its own switch and the global
+// one.
+func (s *Store) KillSwitch(ctx context.Context, tenant string) (bool, string, error) {
+	var (
+		engaged bool
+		reason  string
+	)
+	b := s.batch(tenant)
+	b.Queue(killSwitchGetSQL, pgx.StrictNamedArgs{"tenant": tenant}).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&engaged, &reason)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err := s.send(ctx, b); err != nil {
+		return false, "", fmt.Errorf("kill switch of %q: %w", tenant, err)
+	}
+	return engaged, reason, nil
+}

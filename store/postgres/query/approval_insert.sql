@@ -1,0 +1,12 @@
+-- An approval asked for again by a replayed step, same call under another
+-- id, is left as it is.
+INSERT INTO approvals (
+    id, tenant, run_id, step, tool_use_id, tool, args, args_hash, reason, category, summary,
+    policy_version, binding, status, expires_at, created_at
+)
+SELECT @id::text, tenant, id, @step::integer, @tool_use_id::text, @tool::text, @args::bytea,
+    @args_hash::text, @reason::text, @category::text, @summary::text, @policy_version::text,
+    @binding::text, 'pending', @expires_at::bigint, @now::bigint
+FROM runs
+WHERE id = @run_id
+ON CONFLICT (tenant, run_id, tool, args_hash) DO NOTHING;

@@ -1,0 +1,1 @@
+LISTEN belay_wakeup;

@@ -1,0 +1,36 @@
+-- Due runs, oldest change of status or lease first: queued runs, running
+-- runs whose lease has expired, paused runs whose resume_after has passed. A
+-- waiting_approval run and a paused run without resume_after wait for a
+-- person, never for the clock. Rows another claim holds are skipped, not
+-- waited for, so claims running at once take disjoint runs.
+WITH due AS MATERIALIZED (
+    SELECT id, changed_at
+    FROM runs
+    WHERE status IN ('queued', 'running', 'paused')
+        AND (status = 'queued'
+            OR (status = 'running' AND lease_expires <= @now)
+            OR (status = 'paused' AND resume_after <> 0 AND resume_after <= @now))
+        -- A kill switch stops new work for its tenant, or everyone's.
+        AND NOT EXISTS (SELECT 1 FROM kill_switches k
+            WHERE k.engaged AND (k.tenant = '' OR k.tenant = runs.tenant))
+    ORDER BY changed_at, id
+    LIMIT @limit
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE runs
+    SET lease_owner = @owner,
+        lease_expires = @expires,
+        lease_epoch = lease_epoch + 1,
+        status = 'running',
+        updated_at = @now,
+        changed_at = @now
+    FROM due
+    WHERE runs.id = due.id
+    RETURNING due.changed_at AS due_at, runs.*
+)
+SELECT id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run,
+    status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,
+    plan, guard, lease_owner, lease_expires, lease_epoch, resume_after,
+    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at
+FROM claimed
+ORDER BY due_at, id;

@@ -1,0 +1,16 @@
+-- A run waiting for a person goes back to the queue; what stopped it is
+-- cleared, and so is its escalation packet, now acted on.
+UPDATE runs
+SET status = 'queued',
+    stop_reason = '',
+    stop_detail = '',
+    resume_after = 0,
+    escalation = NULL,
+    budget = coalesce(@budget, budget),
+    updated_at = @now,
+    changed_at = @now
+WHERE id = @id AND (@tenant = '' OR tenant = @tenant)
+RETURNING id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run,
+    status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,
+    plan, guard, lease_owner, lease_expires, lease_epoch, resume_after,
+    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at;

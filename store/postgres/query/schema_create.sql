@@ -1,0 +1,5 @@
+DO $$
+BEGIN
+    EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', current_setting('belay.schema'));
+END
+$$;

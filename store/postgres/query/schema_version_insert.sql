@@ -1,0 +1,1 @@
+INSERT INTO belay_schema_version (version, name) VALUES (@version, @name);

@@ -1,0 +1,250 @@
+package postgres
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/belayrun/belay/store"
+)
+
+// tenantTables are the tables row-level security confines.
+var tenantTables = []string{"runs", "messages", "events", "effects", "outbox", "approvals", "kill_switches"}
+
+// rlsFixture gives tenants a and b a run each with a row in every tenant
+// table.
+func rlsFixture(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := t.Context()
+	for _, tenant := range []string{"a", "b"} {
+		id := "run-" + tenant
+		if _, _, err := s.CreateRun(ctx, store.CreateRunParams{ID: id, Tenant: tenant, Agent: "x", Now: t0,
+			Events: []store.Event{{Type: "created", Time: t0}}}); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := s.ClaimRuns(ctx, store.ClaimRunsParams{Owner: "w", Now: t0, TTL: time.Hour, Limit: 1})
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("ClaimRuns: %v, %v", ids(runs), err)
+		}
+		f := store.Fence{RunID: id, Owner: "w", Epoch: runs[0].LeaseEpoch}
+		if _, _, err := s.BeginEffect(ctx, store.BeginEffectParams{Fence: f, Now: t0,
+			Effect: store.Effect{Tenant: tenant, Key: "k", Tool: "refund", ArgsHash: "h"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Checkpoint(ctx, store.CheckpointParams{Fence: f, Now: t0,
+			Run:      store.RunUpdate{Status: store.StatusRunning, Messages: 1, LeaseExpires: t0.Add(time.Hour)},
+			Messages: []store.Message{{Seq: 0, Role: "user", Content: []byte(`"hi"`), CreatedAt: t0}},
+			Outbox:   []store.OutboxMessage{{Kind: "k", Payload: json.RawMessage(`{}`)}},
+			Approvals: []store.Approval{{ID: "ap-" + tenant, Tool: "refund", Args: json.RawMessage(`{}`), ArgsHash: "h",
+				Binding: "b", ExpiresAt: t0.Add(time.Hour)}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetKillSwitch(ctx, store.KillSwitchParams{Tenant: tenant, Reason: "off", Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tenantsIn returns the tenants whose rows table shows in tx.
+func tenantsIn(t *testing.T, tx pgx.Tx, table string) []string {
+	t.Helper()
+	// No WHERE: only row-level security can hide a row.
+	rows, err := tx.Query(t.Context(), "SELECT DISTINCT tenant FROM "+table+" ORDER BY tenant")
+	if err != nil {
+		t.Fatalf("select from %s: %v", table, err)
+	}
+	tenants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("select from %s: %v", table, err)
+	}
+	return tenants
+}
+
+// A transaction of the application role scoped to tenant a sees, changes and
+// adds rows of tenant a only, whatever its WHERE clauses say.
+func TestRowLevelSecurity(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, Config{})
+	rlsFixture(t, s)
+	ctx := t.Context()
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL ROLE belay_app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT set_config('belay.tenant', 'a', true)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range tenantTables {
+		want := []string{"a"}
+		if got := tenantsIn(t, tx, table); !slices.Equal(got, want) {
+			t.Errorf("tenant a sees the rows of %v in %s, want %v", got, table, want)
+		}
+	}
+	tag, err := tx.Exec(ctx, "UPDATE runs SET final = 'changed'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.RowsAffected() != 1 {
+		t.Errorf("UPDATE without WHERE changed %d runs, want tenant a's 1", tag.RowsAffected())
+	}
+	for _, q := range []string{
+		"INSERT INTO runs (id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, status, created_at, updated_at) " +
+			"VALUES ('intruder', 'b', '', '', 'x', '', '', false, 'queued', 0, 0)",
+		"INSERT INTO events (tenant, run_id, step, type, ts) VALUES ('b', 'run-b', 0, 'forged', 0)",
+		"INSERT INTO kill_switches (tenant, engaged, reason, updated_at) VALUES ('', true, 'global', 0)",
+	} {
+		if _, err := tx.Exec(ctx, "SAVEPOINT s"); err != nil {
+			t.Fatal(err)
+		}
+		var pe *pgconn.PgError
+		if _, err := tx.Exec(ctx, q); !errors.As(err, &pe) || pe.Code != "42501" {
+			t.Errorf("%s: %v, want a row-level security violation (42501)", q, err)
+		}
+		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// History is append-only for the application role.
+	if _, err := tx.Exec(ctx, "SAVEPOINT s"); err != nil {
+		t.Fatal(err)
+	}
+	var pe *pgconn.PgError
+	if _, err := tx.Exec(ctx, "DELETE FROM messages"); !errors.As(err, &pe) || pe.Code != "42501" {
+		t.Errorf("DELETE as the application role: %v, want permission denied (42501)", err)
+	}
+	if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT s"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without a tenant, the application role sees nothing.
+	if _, err := tx.Exec(ctx, "SELECT set_config('belay.tenant', '', true)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range tenantTables {
+		if table == "kill_switches" {
+			continue // the global switch, if any, is everyone's
+		}
+		if got := tenantsIn(t, tx, table); len(got) != 0 {
+			t.Errorf("the application role without a tenant sees the rows of %v in %s", got, table)
+		}
+	}
+}
+
+// The store's own scope does what the raw SQL above does, within one
+// pipelined implicit transaction, and leaves the connection as it found it.
+func TestStoreScope(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, Config{MaxConns: 1})
+	rlsFixture(t, s)
+	ctx := t.Context()
+
+	// Prepared and cached on the pool's one connection as the owner first:
+	// run as the application role, the plan must be made again under its
+	// policies.
+	const allRuns = "SELECT id FROM runs ORDER BY id"
+	rows, err := s.pool.Query(ctx, allRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, err := pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(all) != 2 {
+		t.Fatalf("the owner sees runs %v, %v; want both", all, err)
+	}
+
+	var (
+		user, tenant string
+		seen         []string
+	)
+	b := s.batch("b")
+	b.Queue("SELECT current_user, current_setting('belay.tenant')").QueryRow(func(row pgx.Row) error {
+		return row.Scan(&user, &tenant)
+	})
+	b.Queue(allRuns).Query(func(rows pgx.Rows) (err error) {
+		seen, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err := s.send(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if user != "belay_app" || tenant != "b" || !slices.Equal(seen, []string{"run-b"}) {
+		t.Errorf("scoped batch: user %q, tenant %q, runs %v; want belay_app, b, [run-b]", user, tenant, seen)
+	}
+
+	// The one connection of the pool is back to the owner, seeing all.
+	var owner bool
+	var n int
+	if err := s.pool.QueryRow(ctx, "SELECT current_user <> 'belay_app', (SELECT count(*) FROM runs)").Scan(&owner, &n); err != nil {
+		t.Fatal(err)
+	}
+	if !owner || n != 2 {
+		t.Errorf("after a scoped batch: owner %v, %d runs visible; want the owner seeing 2", owner, n)
+	}
+
+	// Reads with a tenant see only its rows through the store's methods too.
+	if _, err := s.GetRun(ctx, "a", "run-b"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetRun of b's run as a: %v, want ErrNotFound", err)
+	}
+	if es, err := s.Effects(ctx, "a", "run-b"); err != nil || len(es) != 0 {
+		t.Errorf("Effects of b's run as a: %v, %v", es, err)
+	}
+	// An effect written as a tenant cannot name another tenant's run.
+	_, _, err = s.BeginEffect(ctx, store.BeginEffectParams{Fence: store.Fence{RunID: "run-b", Owner: "w", Epoch: 2}, Now: t0,
+		Effect: store.Effect{Tenant: "a", Key: "k2", Tool: "refund", ArgsHash: "h"}})
+	if !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("BeginEffect as a on b's run: %v, want ErrLeaseLost", err)
+	}
+}
+
+// The application role owns nothing and bypasses nothing.
+func TestAppRole(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, Config{})
+	ctx := t.Context()
+	var super, bypass, login bool
+	if err := s.pool.QueryRow(ctx, "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = $1", s.role).
+		Scan(&super, &bypass, &login); err != nil {
+		t.Fatal(err)
+	}
+	if super || bypass || login {
+		t.Errorf("role %s: superuser %v, bypassrls %v, login %v; want none", s.role, super, bypass, login)
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.relname, pg_get_userbyid(c.relowner), c.relrowsecurity
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY c.relname`, s.schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type table struct {
+		Name  string
+		Owner string
+		RLS   bool
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowToStructByPos[table])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secured []string
+	for _, tb := range tables {
+		if tb.Owner == s.role {
+			t.Errorf("table %s is owned by the application role", tb.Name)
+		}
+		if tb.RLS {
+			secured = append(secured, tb.Name)
+		}
+	}
+	want := slices.Sorted(slices.Values(tenantTables))
+	if !slices.Equal(secured, want) {
+		t.Errorf("tables with row-level security %v, want %v", secured, want)
+	}
+}

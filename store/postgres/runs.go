@@ -1,0 +1,225 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "embed"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/run_insert.sql
+	runInsertSQL string
+	//go:embed query/run_get.sql
+	runGetSQL string
+	//go:embed query/run_get_by_request.sql
+	runGetByRequestSQL string
+	//go:embed query/run_list.sql
+	runListSQL string
+	//go:embed query/run_claim.sql
+	runClaimSQL string
+	//go:embed query/run_take_over.sql
+	runTakeOverSQL string
+	//go:embed query/run_renew_lease.sql
+	runRenewLeaseSQL string
+	//go:embed query/run_wakeup.sql
+	runWakeupSQL string
+)
+
+// CreateRun inserts a queued run, or returns the existing run of the same
+// (Tenant, User, ClientRequestID) with created false. Its events are written,
+// and idle workers woken, only with a new run. It runs as the run's tenant.
+func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.Run, bool, error) {
+	if p.ID == "" {
+		return store.Run{}, false, errors.New("create run: empty id")
+	}
+	var (
+		run     store.Run
+		created bool
+	)
+	b := s.txBatch(p.Tenant)
+	b.Queue(runInsertSQL, pgx.StrictNamedArgs{
+		"id":                p.ID,
+		"tenant":            p.Tenant,
+		"user":              p.User,
+		"client_request_id": p.ClientRequestID,
+		"agent":             p.Agent,
+		"agent_version":     p.AgentVersion,
+		"input":             p.Input,
+		"dry_run":           p.DryRun,
+		"budget":            []byte(p.Budget),
+		"now":               nanos(p.Now),
+	}).QueryRow(func(row pgx.Row) error {
+		r, err := scanRun(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		run, created = r, err == nil
+		return err
+	})
+	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+		if !created {
+			// The insert met a run of the same request, committed by now.
+			r, err := scanRun(tx.QueryRow(ctx, runGetByRequestSQL, pgx.StrictNamedArgs{
+				"tenant":            p.Tenant,
+				"user":              p.User,
+				"client_request_id": p.ClientRequestID,
+			}))
+			run = r
+			return err
+		}
+		b := &pgx.Batch{}
+		queueEvents(b, p.ID, p.Events)
+		b.Queue(runWakeupSQL, pgx.StrictNamedArgs{"id": p.ID})
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return store.Run{}, false, fmt.Errorf("create run %s: %w", p.ID, err)
+	}
+	return run, created, nil
+}
+
+// GetRun returns a run of a tenant. An empty tenant matches any, for
+// operator tools.
+func (s *Store) GetRun(ctx context.Context, tenant, id string) (store.Run, error) {
+	var run store.Run
+	b := s.batch(tenant)
+	b.Queue(runGetSQL, pgx.StrictNamedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) error {
+		r, err := scanRun(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		run = r
+		return err
+	})
+	if err := s.send(ctx, b); err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return run, nil
+}
+
+// ListRuns returns runs ordered by ID. An empty tenant matches any.
+func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.Run, error) {
+	var limit any // null: no limit
+	if p.Limit > 0 {
+		limit = p.Limit
+	}
+	var runs []store.Run
+	b := s.batch(p.Tenant)
+	b.Queue(runListSQL, pgx.StrictNamedArgs{
+		"tenant": p.Tenant,
+		"status": string(p.Status),
+		"agent":  p.Agent,
+		"since":  nanos(p.Since),
+		"after":  p.After,
+		"limit":  limit,
+	}).Query(func(rows pgx.Rows) (err error) {
+		runs, err = scanRuns(rows)
+		return err
+	})
+	if err := s.send(ctx, b); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// ClaimRuns leases up to Limit due runs to an owner, oldest update first, in
+// one statement. Runs another claim has locked are skipped, so that workers
+// claiming at once never take the same run and never wait for each other.
+func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store.Run, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, runClaimSQL, pgx.StrictNamedArgs{
+		"owner":   p.Owner,
+		"now":     nanos(p.Now),
+		"expires": nanos(p.Now.Add(p.TTL)),
+		"limit":   p.Limit,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	return runs, nil
+}
+
+// TakeOver leases a running run to a new owner if it is still at p.Epoch.
+func (s *Store) TakeOver(ctx context.Context, p store.TakeOverParams) (store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, runTakeOverSQL, pgx.StrictNamedArgs{
+		"id":      p.RunID,
+		"epoch":   p.Epoch,
+		"owner":   p.Owner,
+		"expires": nanos(p.Now.Add(p.TTL)),
+		"now":     nanos(p.Now),
+	}))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrLeaseLost
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("take over run %s: %w", p.RunID, err)
+	}
+	return r, nil
+}
+
+// RenewLease moves the lease's expiry to expires.
+func (s *Store) RenewLease(ctx context.Context, f store.Fence, expires time.Time) error {
+	tag, err := s.pool.Exec(ctx, runRenewLeaseSQL, pgx.StrictNamedArgs{
+		"id":      f.RunID,
+		"owner":   f.Owner,
+		"epoch":   f.Epoch,
+		"expires": nanos(expires),
+	})
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("renew lease of run %s: %w", f.RunID, err)
+	}
+	return nil
+}
+
+// scanRun reads the columns every run query selects, in their order.
+func scanRun(row pgx.Row) (store.Run, error) {
+	var (
+		r                                      store.Run
+		leaseExpires, resumeAfter, created, up int64
+	)
+	err := row.Scan(
+		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun,
+		(*string)(&r.Status), &r.Step, &r.Messages,
+		&r.InputTokens, &r.OutputTokens, &r.ModelCalls, &r.CostNanoUSD,
+		(*[]byte)(&r.Plan), (*[]byte)(&r.Guard),
+		&r.LeaseOwner, &leaseExpires, &r.LeaseEpoch, &resumeAfter,
+		&r.StopReason, &r.StopDetail, &r.Final, (*[]byte)(&r.Budget), (*[]byte)(&r.Escalation), &created, &up,
+	)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.LeaseExpires = fromNanos(leaseExpires)
+	r.ResumeAfter = fromNanos(resumeAfter)
+	r.CreatedAt = fromNanos(created)
+	r.UpdatedAt = fromNanos(up)
+	return r, nil
+}
+
+func scanRuns(rows pgx.Rows) ([]store.Run, error) {
+	defer rows.Close()
+	var runs []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}
