@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/examples/support"
+	"github.com/belayrun/belay/model/scripted"
+)
+
+// runServe runs workers for the support-desk agent until SIGTERM or
+// SIGINT, then stops gracefully: each run in flight finishes its step,
+// checkpoints and releases its lease, so another worker takes it over at
+// once. Several serve processes may share one store.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	db := dbFlag(fs)
+	worldPath := fs.String("world", "", "path of the support world's database (default: DB + .world)")
+	workers := fs.Int("workers", 16, "runs executed at once")
+	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
+	grace := fs.Duration("grace", 30*time.Second, "how long a shutdown waits for steps in flight")
+	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *worldPath == "" {
+		if db.url != "" {
+			return usageError{"serve: with --database-url, pass --world PATH for the support world's database"}
+		}
+		*worldPath = db.path + ".world"
+	}
+	st, err := db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	world, err := support.OpenWorld(ctx, *worldPath)
+	if err != nil {
+		return err
+	}
+	defer world.Close()
+	agent := support.NewAgent(world, scripted.Func(support.Script()))
+	if err := usePolicyFile(agent, *policyPath); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, Workers: *workers,
+		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger})
+	if err != nil {
+		return err
+	}
+	// The runtime outlives ctx (the signal) by the grace period, so steps
+	// in flight can finish and checkpoint.
+	if err := rt.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "belay serve: %d workers on %s (owner %s); SIGTERM stops gracefully\n", *workers, db.Name(), rt.Owner())
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	if err := rt.Stop(stopCtx); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	fmt.Fprintln(stdout, "belay serve: stopped; leases released")
+	return nil
+}
