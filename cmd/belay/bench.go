@@ -34,7 +34,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.runs, "runs", 200, "number of runs")
 	fs.IntVar(&cfg.steps, "steps", 8, "durable steps (tool calls) per run")
 	fs.IntVar(&cfg.concurrency, "concurrency", 64, "runs executed at once (the runtime's Workers)")
-	kind := fs.String("store", "sqlite", "store to measure: sqlite")
+	kind := fs.String("store", "sqlite", "store to measure: sqlite, or postgres (with --database-url or $BELAY_DATABASE_URL)")
+	dbURL := fs.String("database-url", os.Getenv("BELAY_DATABASE_URL"), "PostgreSQL URL for --store postgres; bench uses a schema of its own and drops it after")
 	db := fs.String("db", "", "path of a new SQLite database to write and keep (default: a temporary file, removed after)")
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
@@ -59,13 +60,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch *kind {
 	case "sqlite":
 	case "postgres":
-		return errors.New("bench: the postgres store is not built yet (issue 6)")
+		if *dbURL == "" {
+			return usageError{"bench: --store postgres needs --database-url (or $BELAY_DATABASE_URL)"}
+		}
+		cfg.url = *dbURL
 	default:
-		return usageError{fmt.Sprintf("bench: unknown store %q (want sqlite)", *kind)}
+		return usageError{fmt.Sprintf("bench: unknown store %q (want sqlite or postgres)", *kind)}
 	}
 
 	cfg.path = *db
-	if cfg.path == "" {
+	if cfg.url != "" {
+		// The PostgreSQL figures come from a schema of bench's own.
+	} else if cfg.path == "" {
 		dir, err := os.MkdirTemp("", "belay-bench-")
 		if err != nil {
 			return fmt.Errorf("bench: %w", err)
@@ -111,7 +117,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type benchConfig struct {
 	runs, steps, concurrency int
 	path                     string
-	log                      *slog.Logger
+	// url, if set, measures PostgreSQL instead of the SQLite file at path.
+	url string
+	log *slog.Logger
 	// progress, if set, receives a progress bar.
 	progress io.Writer
 }
@@ -153,11 +161,11 @@ func (r benchResult) print(w io.Writer) {
 
 // bench creates the runs, executes them all and measures.
 func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
-	s, err := openStore(ctx, cfg.path)
+	s, kind, cleanup, err := openBenchStore(ctx, cfg)
 	if err != nil {
 		return benchResult{}, err
 	}
-	defer s.Close()
+	defer cleanup()
 
 	rec := newStepRecorder(cfg.runs * cfg.steps)
 	answered := newCountdown(cfg.runs)
@@ -176,7 +184,7 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 		return benchResult{}, err
 	}
 
-	before := s.Stats()
+	before := storeStats(s)
 	stopProgress := startProgress(cfg.progress, &rec.n, cfg.runs*cfg.steps)
 	start := time.Now()
 	if err := rt.Start(ctx); err != nil {
@@ -194,11 +202,11 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 	if waitErr != nil {
 		return benchResult{}, fmt.Errorf("bench: wait for runs: %w", waitErr)
 	}
-	after := s.Stats()
+	after := storeStats(s)
 	if err := checkBenchRuns(ctx, s, ids, cfg.steps); err != nil {
 		return benchResult{}, err
 	}
-	size, err := s.Size(ctx)
+	size, err := storeSize(ctx, s)
 	if err != nil {
 		return benchResult{}, fmt.Errorf("bench: %w", err)
 	}
@@ -206,7 +214,7 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 	steps := cfg.runs * cfg.steps
 	p50, p99 := rec.percentiles()
 	return benchResult{
-		Runs: cfg.runs, StepsPerRun: cfg.steps, Concurrency: cfg.concurrency, Store: "sqlite",
+		Runs: cfg.runs, StepsPerRun: cfg.steps, Concurrency: cfg.concurrency, Store: kind,
 		Steps:          steps,
 		Seconds:        round(elapsed.Seconds(), 6),
 		StepsPerSec:    round(float64(steps)/elapsed.Seconds(), 1),

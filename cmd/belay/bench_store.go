@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/postgres"
+	"github.com/belayrun/belay/store/sqlite"
+)
+
+// openBenchStore opens the store bench measures: the SQLite file, or a new
+// schema of its own on PostgreSQL, which cleanup drops.
+func openBenchStore(ctx context.Context, cfg benchConfig) (store.Store, string, func(), error) {
+	if cfg.url == "" {
+		s, err := openStore(ctx, cfg.path)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return s, "sqlite", func() { s.Close() }, nil
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	schema := "belay_bench_" + hex.EncodeToString(b[:])
+	// As many connections as runs in flight, so the pool is not what is
+	// measured.
+	s, err := postgres.Open(ctx, cfg.url, postgres.Config{Schema: schema, MaxConns: int32(min(cfg.concurrency, 64))})
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("bench: open %s: %w", redactURL(cfg.url), err)
+	}
+	cleanup := func() {
+		s.Close()
+		conn, err := pgx.Connect(context.WithoutCancel(ctx), cfg.url)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	}
+	return s, "postgres", cleanup, nil
+}
+
+// storeStats reads the SQLite store's write counters; other stores report
+// none.
+func storeStats(s store.Store) sqlite.Stats {
+	if st, ok := s.(*sqlite.Store); ok {
+		return st.Stats()
+	}
+	return sqlite.Stats{}
+}
+
+func storeSize(ctx context.Context, s store.Store) (int64, error) {
+	if st, ok := s.(*sqlite.Store); ok {
+		return st.Size(ctx)
+	}
+	return 0, nil
+}
