@@ -60,9 +60,9 @@ func TestBenchKeepsDB(t *testing.T) {
 
 func TestBenchErrors(t *testing.T) {
 	t.Parallel()
-	_, err := belayCmd(t, "bench", "--store", "postgres")
-	if err == nil || !strings.Contains(err.Error(), "the postgres store is not built yet (issue 6)") {
-		t.Errorf("--store postgres: got %v", err)
+	_, err := belayCmd(t, "bench", "--store", "postgres", "--database-url", "")
+	if err == nil || !strings.Contains(err.Error(), "needs --database-url") {
+		t.Errorf("--store postgres without a URL: got %v", err)
 	}
 	for _, args := range [][]string{
 		{"bench", "--store", "mysql"},
