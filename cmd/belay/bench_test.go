@@ -3,9 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestBenchJSON(t *testing.T) {
@@ -74,5 +77,41 @@ func TestBenchErrors(t *testing.T) {
 		if !errors.As(err, &ue) {
 			t.Errorf("%q: got %v, want a usage error", args, err)
 		}
+	}
+}
+
+// testDatabaseURL is the PostgreSQL the tests use: $BELAY_TEST_DATABASE_URL,
+// else the local server. Without one, CI fails and elsewhere the test is
+// skipped, loudly.
+func testDatabaseURL(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv("BELAY_TEST_DATABASE_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no PostgreSQL at %s (CI=true needs one): %v", redactURL(url), err)
+		}
+		t.Skipf("SKIPPED: no PostgreSQL at %s: %v", redactURL(url), err)
+	}
+	conn.Close(t.Context())
+	return url
+}
+
+func TestBenchOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := testDatabaseURL(t)
+	out, err := belayCmd(t, "bench", "--store", "postgres", "--database-url", url, "--runs", "4", "--steps", "3", "--concurrency", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Store string `json:"store"`
+		Steps int    `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Store != "postgres" || got.Steps != 12 {
+		t.Errorf("bench --store postgres: %q (%v)", out, err)
 	}
 }
