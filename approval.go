@@ -280,6 +280,11 @@ func (r *Runtime) Decide(ctx context.Context, tenant, id string, d ApprovalDecis
 	})
 	if err == nil {
 		r.poke()
+		if obs := r.cfg.Observer; obs != nil {
+			obs.Event(ObservedRun{ID: a.RunID, Tenant: a.Tenant}, event(a.Step, a.DecidedAt, "approval_decided",
+				map[string]any{"approval_id": a.ID, "status": a.Status, "by": a.DecidedBy,
+					"decision_s": a.DecidedAt.Sub(a.CreatedAt).Seconds()}))
+		}
 	}
 	return a, err
 }

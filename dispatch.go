@@ -129,12 +129,18 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 			"would_have": fmt.Sprintf("called %s with %s", tool.Name, allArgs)})
 		return x.toolResult(use, out, false), nil
 	}
+	intentEvents := x.takeEvents()
 	eff, existed, err := x.r.store.BeginEffect(ctx, store.BeginEffectParams{
 		Fence: x.fence(), Now: x.r.cfg.now(),
 		Effect: store.Effect{Tenant: x.run.Tenant, Key: key, RunID: x.run.ID, Tool: tool.Name,
 			ArgsHash: ledger.Hash(allArgs), Args: allArgs, Step: x.run.Step},
-		Events: x.takeEvents(),
+		Events: intentEvents,
 	})
+	if obs := x.r.cfg.Observer; obs != nil && err == nil {
+		for _, ev := range intentEvents {
+			obs.Event(x.observed(), ev)
+		}
+	}
 	if errors.Is(err, store.ErrEffectConflict) {
 		return x.toolError(use, fmt.Sprintf(
 			"%s was already called in this run for the same intent (key %s) with different arguments; nothing was executed. "+

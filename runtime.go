@@ -41,6 +41,9 @@ type Config struct {
 	// ApprovalTTL is how long an approval waits for a decision before it
 	// expires and the model is told to escalate. Default 4h.
 	ApprovalTTL time.Duration
+	// Observer, if set, sees every trace event once it is durable, and the
+	// latency of every checkpoint: metrics and tracing exporters hang here.
+	Observer Observer
 	// StepObserver, if set, is called after every checkpointed step with its
 	// timings. It runs on the worker's goroutine: keep it cheap.
 	StepObserver func(StepTiming)
@@ -50,6 +53,24 @@ type Config struct {
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
 	rand  func(n int64) int64
+}
+
+// Observer sees what a runtime records as it records it. Its methods run on
+// the worker's goroutine, after the write committed: keep them cheap and
+// never block.
+type Observer interface {
+	// Event is one trace event of a run, durable.
+	Event(run ObservedRun, ev store.Event)
+	// Checkpoint is one fenced write of a run and how long it took.
+	Checkpoint(run ObservedRun, d time.Duration)
+}
+
+// ObservedRun names the run an observation belongs to.
+type ObservedRun struct {
+	ID     string
+	Tenant string
+	Agent  string
+	Model  string
 }
 
 // StepTiming is how long one step took, split by who spent the time.

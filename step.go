@@ -406,8 +406,16 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 	for _, o := range opts {
 		o(&p)
 	}
+	start := time.Now()
 	if err := x.r.store.Checkpoint(ctx, p); err != nil {
 		return fmt.Errorf("checkpoint step %d: %w", x.run.Step, err)
+	}
+	if obs := x.r.cfg.Observer; obs != nil {
+		who := x.observed()
+		obs.Checkpoint(who, time.Since(start))
+		for _, ev := range p.Events {
+			obs.Event(who, ev)
+		}
 	}
 	x.saved = len(x.msgs)
 	x.events = x.events[:0]
@@ -416,6 +424,10 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 		x.renewedAt.Store(now.UnixNano())
 	}
 	return nil
+}
+
+func (x *execution) observed() ObservedRun {
+	return ObservedRun{ID: x.run.ID, Tenant: x.run.Tenant, Agent: x.agent.Name, Model: x.agent.Model.Name()}
 }
 
 // emit queues a trace event for the next write, so it commits with the

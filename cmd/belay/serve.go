@@ -2,14 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/examples/support"
+	"github.com/belayrun/belay/metrics"
 	"github.com/belayrun/belay/model/scripted"
+	"github.com/belayrun/belay/store"
 )
 
 // runServe runs workers for the support-desk agent until SIGTERM or
@@ -24,6 +33,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
 	grace := fs.Duration("grace", 30*time.Second, "how long a shutdown waits for steps in flight")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
+	addr := fs.String("addr", "127.0.0.1:8080", "address of the HTTP endpoints (/metrics, /healthz, /readyz)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -48,17 +58,31 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, Workers: *workers,
-		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger})
+		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger, Observer: metrics.New(reg)})
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("serve: listen on %s: %w (pass --addr to choose another)", *addr, err)
+	}
+	srv := &http.Server{Handler: serveMux(reg, st), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("http", "err", err)
+		}
+	}()
+	defer srv.Shutdown(context.WithoutCancel(ctx))
 	// The runtime outlives ctx (the signal) by the grace period, so steps
 	// in flight can finish and checkpoint.
 	if err := rt.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "belay serve: %d workers on %s (owner %s); SIGTERM stops gracefully\n", *workers, db.Name(), rt.Owner())
+	fmt.Fprintf(stdout, "belay serve: %d workers on %s (owner %s), http://%s/metrics; SIGTERM stops gracefully\n",
+		*workers, db.Name(), rt.Owner(), ln.Addr())
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
@@ -67,4 +91,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout, "belay serve: stopped; leases released")
 	return nil
+}
+
+// serveMux has the operational endpoints: Prometheus metrics, liveness,
+// and readiness (the store answers).
+func serveMux(reg *prometheus.Registry, st store.Store) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if _, _, err := st.KillSwitch(r.Context(), ""); err != nil {
+			http.Error(w, "store unreachable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	return mux
 }

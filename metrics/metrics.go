@@ -1,0 +1,133 @@
+// Package metrics exports what Belay's runtimes record as Prometheus
+// metrics. It implements belay.Observer, so the series come from the same
+// trace events that are the durable record: nothing is counted that the
+// trace does not show.
+//
+//	m := metrics.New(prometheus.DefaultRegisterer)
+//	rt, _ := belay.New(belay.Config{..., Observer: m})
+//	http.Handle("/metrics", promhttp.Handler())
+package metrics
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/store"
+)
+
+// Metrics is a belay.Observer that keeps Prometheus series.
+type Metrics struct {
+	runsStopped      *prometheus.CounterVec
+	steps            *prometheus.CounterVec
+	modelCalls       *prometheus.CounterVec
+	tokens           *prometheus.CounterVec
+	costUSD          *prometheus.CounterVec
+	toolCalls        *prometheus.CounterVec
+	retries          *prometheus.CounterVec
+	breakerOpen      *prometheus.GaugeVec
+	breakerChanges   *prometheus.CounterVec
+	approvalsAsked   *prometheus.CounterVec
+	approvalsDecided *prometheus.CounterVec
+	decisionSeconds  *prometheus.HistogramVec
+	escalations      *prometheus.CounterVec
+	takeovers        *prometheus.CounterVec
+	loops            *prometheus.CounterVec
+	checkpoint       *prometheus.HistogramVec
+}
+
+var _ belay.Observer = (*Metrics)(nil)
+
+// New registers Belay's series with reg and returns the observer that
+// updates them.
+func New(reg prometheus.Registerer) *Metrics {
+	f := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "belay", Name: name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	m := &Metrics{
+		runsStopped:    f("runs_stopped_total", "Runs that stopped, by status (done, paused, escalated, failed, waiting_approval) and reason.", "agent", "status", "reason"),
+		steps:          f("steps_total", "Durable steps (checkpoints after tool results).", "agent"),
+		modelCalls:     f("model_calls_total", "Model calls made durable.", "agent", "model"),
+		tokens:         f("model_tokens_total", "Model tokens, by direction (input, output).", "agent", "model", "direction"),
+		costUSD:        f("model_cost_usd_total", "Model cost in dollars, from the price table.", "agent", "model"),
+		toolCalls:      f("tool_calls_total", "Tool results, by outcome (ok, error).", "agent", "tool", "outcome"),
+		retries:        f("tool_retries_total", "Tool attempts retried after a transient failure.", "agent", "tool"),
+		breakerChanges: f("breaker_transitions_total", "Circuit breaker state changes.", "tool", "to"),
+		approvalsAsked: f("approvals_requested_total", "Approvals requested, by category.", "agent", "category"),
+		approvalsDecided: f("approvals_decided_total", "Approval decisions, by status (approved, edited, rejected, expired).",
+			"status"),
+		escalations: f("escalations_total", "Runs stopped for a person, by reason.", "agent", "reason"),
+		takeovers:   f("lease_takeovers_total", "Runs resumed by a worker after another held them (epoch above 1).", "agent"),
+		loops:       f("loop_detections_total", "Loop detector firings, by action (replan, escalate).", "agent", "action"),
+	}
+	m.breakerOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "belay", Name: "breaker_open",
+		Help: "1 while a tool's circuit breaker is open or half-open, as last seen by this process."}, []string{"tool"})
+	m.decisionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "belay", Name: "approval_decision_seconds",
+		Help: "Time from an approval request to its decision.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"status"})
+	m.checkpoint = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "belay", Name: "checkpoint_seconds",
+		Help: "Latency of fenced checkpoint writes.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"agent"})
+	reg.MustRegister(m.breakerOpen, m.decisionSeconds, m.checkpoint)
+	return m
+}
+
+// Checkpoint observes a checkpoint's latency.
+func (m *Metrics) Checkpoint(run belay.ObservedRun, d time.Duration) {
+	m.checkpoint.WithLabelValues(run.Agent).Observe(d.Seconds())
+}
+
+// Event updates the series an event stands for.
+func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data, &d)
+	str := func(k string) string { s, _ := d[k].(string); return s }
+	num := func(k string) float64 { f, _ := d[k].(float64); return f }
+	switch ev.Type {
+	case "model_call":
+		m.modelCalls.WithLabelValues(run.Agent, run.Model).Inc()
+		m.tokens.WithLabelValues(run.Agent, run.Model, "input").Add(num("input_tokens"))
+		m.tokens.WithLabelValues(run.Agent, run.Model, "output").Add(num("output_tokens"))
+		m.costUSD.WithLabelValues(run.Agent, run.Model).Add(num("cost_usd"))
+	case "checkpoint":
+		m.steps.WithLabelValues(run.Agent).Inc()
+	case "tool_result":
+		outcome := "ok"
+		if isErr, _ := d["is_error"].(bool); isErr {
+			outcome = "error"
+		}
+		m.toolCalls.WithLabelValues(run.Agent, str("tool"), outcome).Inc()
+	case "tool_retry":
+		m.retries.WithLabelValues(run.Agent, str("tool")).Inc()
+	case "breaker":
+		to := str("to")
+		m.breakerChanges.WithLabelValues(str("tool"), to).Inc()
+		open := 0.0
+		if to != "closed" {
+			open = 1
+		}
+		m.breakerOpen.WithLabelValues(str("tool")).Set(open)
+	case "approval_requested":
+		m.approvalsAsked.WithLabelValues(run.Agent, str("category")).Inc()
+	case "approval_decided":
+		m.approvalsDecided.WithLabelValues(str("status")).Inc()
+		m.decisionSeconds.WithLabelValues(str("status")).Observe(num("decision_s"))
+	case "approval_expired":
+		m.approvalsDecided.WithLabelValues("expired").Inc()
+	case "claimed":
+		if num("epoch") > 1 {
+			m.takeovers.WithLabelValues(run.Agent).Inc()
+		}
+	case "loop_detected":
+		m.loops.WithLabelValues(run.Agent, str("action")).Inc()
+	case "stop":
+		status, reason := str("status"), str("reason")
+		m.runsStopped.WithLabelValues(run.Agent, status, reason).Inc()
+		if status == string(store.StatusEscalated) || (status == string(store.StatusPaused) && reason != "rate_limited" &&
+			reason != "overloaded" && reason != "server" && reason != "network") {
+			m.escalations.WithLabelValues(run.Agent, reason).Inc()
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package metrics_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/metrics"
+	"github.com/belayrun/belay/model/scripted"
+	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/sqlite"
+)
+
+type orderIn struct {
+	ID string `json:"id"`
+}
+
+// A run with reads, a gated refund, a rejection and an unverified end, then
+// a scrape: the series say what the trace says.
+func TestMetricsAfterARun(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "belay.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+
+	lookup := belay.NewTool("lookup", "look up an order", belay.Read, func(ctx context.Context, in orderIn) (string, error) {
+		return "order " + in.ID, nil
+	})
+	refund := belay.NewTool("refund", "refund an order", belay.Irreversible, func(ctx context.Context, in orderIn) (string, error) {
+		return "refunded", nil
+	})
+	agent := &belay.Agent{Name: "support", Tools: []belay.Tool{lookup, refund}, Prices: scripted.Prices,
+		Model: scripted.New(
+			scripted.Reply{Calls: []scripted.Call{{Name: "lookup", Args: orderIn{ID: "A-1"}}, {Name: "lookup", Args: orderIn{ID: "A-2"}}}},
+			scripted.Reply{Calls: []scripted.Call{{Name: "refund", Args: orderIn{ID: "A-1"}}}},
+			scripted.Reply{Text: "done"}),
+		Requirements: []belay.Requirement{{Name: "refunded", Check: func(context.Context, belay.RunInfo) (bool, error) { return false, nil }}},
+	}
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, HumanApproval: true, Observer: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := rt.StartRun(ctx, belay.RunRequest{Agent: "support", User: "u", Input: "refund A-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pending, _ := st.Approvals(ctx, store.ListApprovalsParams{RunID: run.ID})
+	if len(pending) != 1 {
+		t.Fatalf("%d approvals", len(pending))
+	}
+	if _, err := rt.Decide(ctx, pending[0].Tenant, pending[0].ID, belay.ApprovalDecision{Verdict: "reject", By: "human:maya", Note: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	scrape := string(body)
+
+	value := func(series string) float64 {
+		t.Helper()
+		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
+		m := re.FindStringSubmatch(scrape)
+		if m == nil {
+			t.Errorf("no series %s in the scrape", series)
+			return 0
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		return v
+	}
+	got, _ := st.GetRun(ctx, "", run.ID)
+	for series, want := range map[string]float64{
+		`belay_model_calls_total{agent="support",model="scripted"}`:                        3,
+		`belay_model_tokens_total{agent="support",direction="input",model="scripted"}`:     float64(got.InputTokens),
+		`belay_steps_total{agent="support"}`:                                               2,
+		`belay_tool_calls_total{agent="support",outcome="ok",tool="lookup"}`:               2,
+		`belay_tool_calls_total{agent="support",outcome="error",tool="refund"}`:            1,
+		`belay_approvals_requested_total{agent="support",category="refund"}`:               1,
+		`belay_approvals_decided_total{status="rejected"}`:                                 1,
+		`belay_escalations_total{agent="support",reason="unverified"}`:                     1,
+		`belay_runs_stopped_total{agent="support",reason="unverified",status="escalated"}`: 1,
+	} {
+		if v := value(series); v != want {
+			t.Errorf("%s = %v, want %v", series, v, want)
+		}
+	}
+	cost := value(`belay_model_cost_usd_total{agent="support",model="scripted"}`)
+	if want := float64(got.CostNanoUSD) / 1e9; cost < want*0.999 || cost > want*1.001 {
+		t.Errorf("cost %v, want %v", cost, want)
+	}
+	if n := value(`belay_checkpoint_seconds_count{agent="support"}`); n < 4 {
+		t.Errorf("%v checkpoints observed", n)
+	}
+}
