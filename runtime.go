@@ -3,6 +3,7 @@ package belay
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -487,4 +488,16 @@ func newRunID(now time.Time) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("run_%013x%x", now.UnixMilli(), b)
+}
+
+// TraceIDs derives W3C trace context from a run: one trace per run, one
+// span id per step, the same in every process. Exporters and tools that
+// propagate trace context (MCP's _meta) use it so that everything a run did
+// lands in one trace.
+func TraceIDs(runID string, step int) (traceID [16]byte, stepSpanID [8]byte) {
+	t := sha256.Sum256([]byte("belay-trace\x00" + runID))
+	copy(traceID[:], t[:16])
+	s := sha256.Sum256([]byte(fmt.Sprintf("belay-step\x00%s\x00%d", runID, step)))
+	copy(stepSpanID[:], s[:8])
+	return traceID, stepSpanID
 }
