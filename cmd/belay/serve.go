@@ -8,17 +8,21 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/examples/support"
 	"github.com/belayrun/belay/metrics"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/tracing"
 )
 
 // runServe runs workers for the support-desk agent until SIGTERM or
@@ -34,6 +38,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	grace := fs.Duration("grace", 30*time.Second, "how long a shutdown waits for steps in flight")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
 	addr := fs.String("addr", "127.0.0.1:8080", "address of the HTTP endpoints (/metrics, /healthz, /readyz)")
+	slow := slowToolFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -57,11 +62,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := usePolicyFile(agent, *policyPath); err != nil {
 		return err
 	}
+	if err := slow.apply(agent, stdout); err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	observers := observers{metrics.New(reg)}
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
+		// The exporter reads the endpoint and headers from the standard
+		// OTEL_EXPORTER_OTLP_* variables.
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return fmt.Errorf("serve: OTLP exporter: %w", err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		defer tp.Shutdown(context.WithoutCancel(ctx))
+		observers = append(observers, tracing.New(tp))
+	}
 	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, Workers: *workers,
-		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger, Observer: metrics.New(reg)})
+		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger, Observer: observers})
 	if err != nil {
 		return err
 	}
@@ -109,4 +129,19 @@ func serveMux(reg *prometheus.Registry, st store.Store) *http.ServeMux {
 		fmt.Fprintln(w, "ready")
 	})
 	return mux
+}
+
+// observers sends each observation to all of them.
+type observers []belay.Observer
+
+func (o observers) Event(run belay.ObservedRun, ev store.Event) {
+	for _, x := range o {
+		x.Event(run, ev)
+	}
+}
+
+func (o observers) Checkpoint(run belay.ObservedRun, d time.Duration) {
+	for _, x := range o {
+		x.Checkpoint(run, d)
+	}
 }
