@@ -108,5 +108,6 @@ func dbFlag(fs *flag.FlagSet) *storeTarget {
 	fs.StringVar(&t.path, "db", def, "path of the SQLite database (or $BELAY_DB)")
 	fs.StringVar(&t.url, "database-url", os.Getenv("BELAY_DATABASE_URL"),
 		"PostgreSQL URL, instead of --db (or $BELAY_DATABASE_URL)")
+	fs.StringVar(&t.schema, "schema", "", "with --database-url, the schema of Belay's tables (default belay)")
 	return t
 }

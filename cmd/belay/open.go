@@ -33,6 +33,8 @@ func openStore(ctx context.Context, path string) (*sqlite.Store, error) {
 type storeTarget struct {
 	path string
 	url  string
+	// schema is the PostgreSQL schema; empty for the store's default.
+	schema string
 }
 
 // String is the flag that names the target, for messages that tell a user
@@ -55,7 +57,7 @@ func (t *storeTarget) Name() string {
 // open opens the target, creating a SQLite file that does not exist.
 func (t *storeTarget) open(ctx context.Context) (store.Store, error) {
 	if t.url != "" {
-		s, err := postgres.Open(ctx, t.url, postgres.Config{})
+		s, err := postgres.Open(ctx, t.url, postgres.Config{Schema: t.schema})
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", redactURL(t.url), err)
 		}
