@@ -1,0 +1,66 @@
+// Package mcp exposes the tools of MCP servers as Belay tools, on the
+// official MCP Go SDK.
+//
+// Connect reaches a server over stdio (Server.Command: Belay starts the
+// process) or streamable HTTP (Server.URL); Client.Tools lists its tools as
+// belay.Tool values, ready for an agent:
+//
+//	c, err := mcp.Connect(ctx, mcp.Server{Name: "files", Command: []string{"mcp-server-files", "/srv/data"}})
+//	if err != nil { ... }
+//	defer c.Close()
+//	tools, err := c.Tools(ctx)
+//
+// # Effect classes
+//
+// A tool's effect class decides how Belay treats its calls: reads run
+// freely; writes and irreversible calls go through the idempotency ledger,
+// and irreversible ones through the approval gate. Configuration
+// (Server.Tools) says it first; otherwise the tool's MCP annotations do, as
+// EffectOf sets out: readOnlyHint true is Read, destructiveHint false is
+// Write, and everything else, no annotations included, is Irreversible.
+// That is the MCP specification's own default for a tool that is not
+// read-only, and it keeps a tool nobody described behind the gate.
+// idempotentHint true makes the tool HonorsKey: a call whose outcome was lost
+// may be made again. Annotations are the server's claims about itself; for a
+// server you do not trust, set Server.IgnoreAnnotations.
+//
+// # Trace context and idempotency keys
+//
+// Every tools/call carries in its _meta the W3C trace context of the step
+// making it (traceparent, and tracestate when there is one): the
+// OpenTelemetry span in the call's context if there is one, otherwise one
+// derived from the run (trace id) and the step and tool_use (span id), the
+// same for every attempt of the call. A side-effecting call also carries its
+// idempotency key as belay/idempotency_key.
+//
+// # Failures and restarts
+//
+// A server's tool error (isError) and a JSON-RPC error are returned to the
+// model. A lost connection (the process exited, the network dropped) fails
+// the call and drops the session; the next call connects again, starting a
+// new process for a stdio server. The failed call is a belay.TransientError,
+// which the runtime retries, when the request never reached the server or
+// calling again is harmless (Read or HonorsKey); otherwise its outcome is
+// unknown (it wraps belay.ErrUnknownOutcome) and the runtime resolves it
+// without calling blindly again (a request written over HTTP to a kept-alive
+// connection just as the server closed it counts as one that may have
+// arrived). A 429 or 503 is transient and keeps the session, with the
+// server's Retry-After. A server that hangs without dying is not restarted:
+// its calls time out.
+//
+// # Goroutines and processes
+//
+// A session runs one goroutine of the SDK's, reading the connection, and
+// for stdio the server process (Belay holds no event stream open over HTTP:
+// it reads no notifications). They end when the session is closed: by
+// Client.Close, or, for a lost session, by a goroutine the client starts to
+// close it, which ends once the old process has exited (its input closed,
+// then SIGTERM, then SIGKILL, after the SDK's grace periods of 5 seconds
+// each) or the HTTP session is deleted. Client.Close waits for those
+// goroutines, so after Close returns no process or goroutine of the client
+// is left.
+//
+// A stdio server does not inherit Belay's environment, only the few
+// variables a program needs and Server.Env, so model API keys do not reach
+// it.
+package mcp
