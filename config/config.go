@@ -1,0 +1,290 @@
+// Package config loads agents from a file, so that a user runs a real agent
+// (a model provider, instructions, MCP servers and their tools, a policy and
+// a budget) without writing Go:
+//
+//	agents:
+//	  - name: support
+//	    model: {provider: anthropic, name: claude-sonnet-4-5}
+//	    prices: {claude-sonnet-4-5: {input_per_mtok: 3, output_per_mtok: 15}}
+//	    instructions: |
+//	      You are a support agent on a billing desk. ...
+//	    mcp_servers:
+//	      - name: billing
+//	        command: [node, billing-server.js]
+//	        tools:
+//	          refund: {effect: irreversible, key_fields: [charge_id, amount_usd]}
+//	    policy: support-policy.yaml
+//	    budget: {max_turns: 30, max_usd: 0.50, deadline: 10m}
+//
+// Mistakes are errors that name the file, the line and the field.
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/policy"
+	"github.com/belayrun/belay/tools/mcp"
+)
+
+// File is a parsed configuration file.
+type File struct {
+	Agents []Agent `yaml:"agents"`
+
+	path string
+}
+
+// Agent configures one agent.
+type Agent struct {
+	Name         string `yaml:"name"`
+	Instructions string `yaml:"instructions"`
+	Model        Model  `yaml:"model"`
+	// Prices are per model name, in dollars per million tokens. Required
+	// for a dollar budget.
+	Prices          map[string]model.Price `yaml:"prices"`
+	MaxOutputTokens int                    `yaml:"max_output_tokens"`
+	MCPServers      []MCPServer            `yaml:"mcp_servers"`
+	// Policy is a policy file, relative to the configuration file. Default:
+	// belay.DefaultPolicy.
+	Policy string `yaml:"policy"`
+	Budget Budget `yaml:"budget"`
+}
+
+// Model says which model answers and how its client retries.
+type Model struct {
+	// Provider is anthropic or openai (any OpenAI-compatible server, with
+	// BaseURL).
+	Provider string `yaml:"provider"`
+	Name     string `yaml:"name"`
+	BaseURL  string `yaml:"base_url"`
+	// MaxRetries and Timeout configure the provider SDK's retries, once.
+	// Zero keeps the provider package's defaults.
+	MaxRetries int      `yaml:"max_retries"`
+	Timeout    Duration `yaml:"timeout"`
+}
+
+// MCPServer is one MCP server and how Belay treats its tools.
+type MCPServer struct {
+	Name    string          `yaml:"name"`
+	Command []string        `yaml:"command"`
+	Env     []string        `yaml:"env"`
+	URL     string          `yaml:"url"`
+	Prefix  string          `yaml:"prefix"`
+	Tools   map[string]Tool `yaml:"tools"`
+	// IgnoreAnnotations treats the server's tools as irreversible unless
+	// configured: annotations are the server's own claims.
+	IgnoreAnnotations bool `yaml:"ignore_annotations"`
+}
+
+// Tool overrides what an MCP tool's annotations say.
+type Tool struct {
+	Effect    string   `yaml:"effect"`
+	External  bool     `yaml:"external"`
+	KeyFields []string `yaml:"key_fields"`
+	HonorsKey bool     `yaml:"honors_key"`
+	Timeout   Duration `yaml:"timeout"`
+}
+
+// Budget is belay.Budget in a file.
+type Budget struct {
+	MaxTurns        int      `yaml:"max_turns"`
+	MaxInputTokens  int64    `yaml:"max_input_tokens"`
+	MaxOutputTokens int64    `yaml:"max_output_tokens"`
+	MaxUSD          float64  `yaml:"max_usd"`
+	Deadline        Duration `yaml:"deadline"`
+}
+
+// Duration reads "30s", "10m", "1h30m". A malformed one is reported by the
+// file check, which knows its line.
+type Duration struct {
+	D   time.Duration
+	raw string
+	bad bool
+}
+
+// UnmarshalYAML keeps the text and parses it.
+func (d *Duration) UnmarshalYAML(b []byte) error {
+	if err := yaml.Unmarshal(b, &d.raw); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(d.raw)
+	d.D, d.bad = v, err != nil
+	return nil
+}
+
+func (d Duration) check(fail func(format string, a ...any)) {
+	if d.bad {
+		fail("%q is not a duration (like 30s, 10m, 1h)", d.raw)
+	}
+}
+
+var (
+	providers = []string{"anthropic", "openai"}
+	effects   = []string{string(belay.Read), string(belay.Write), string(belay.Irreversible)}
+)
+
+// Load reads and checks the configuration file at path.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse reads and checks a configuration. name is used in errors.
+func Parse(name string, data []byte) (*File, error) {
+	f := &File{path: name}
+	if err := yaml.UnmarshalWithOptions(data, f, yaml.DisallowUnknownField()); err != nil {
+		return nil, fmt.Errorf("%s:%s", name, strings.TrimPrefix(oneLine(yaml.FormatError(err, false, false)), "["))
+	}
+	if err := f.check(data); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// oneLine keeps the first line of a formatted YAML error, "[3:5] msg" made
+// "3:5: msg".
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.Replace(s, "] ", ": ", 1)
+}
+
+// check validates what the YAML types cannot, naming the line of each
+// mistake.
+func (f *File) check(data []byte) error {
+	var errs []error
+	fail := func(path, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s:%d: %s: %s", f.path, lineOf(data, path), strings.TrimPrefix(path, "$."), fmt.Sprintf(format, a...)))
+	}
+	if len(f.Agents) == 0 {
+		fail("$", "no agents: add at least one under agents:")
+	}
+	seen := map[string]bool{}
+	for i, a := range f.Agents {
+		at := fmt.Sprintf("$.agents[%d]", i)
+		switch {
+		case a.Name == "":
+			fail(at, "name is required")
+		case seen[a.Name]:
+			fail(at+".name", "two agents named %q", a.Name)
+		}
+		seen[a.Name] = true
+		a.Model.Timeout.check(func(format string, x ...any) { fail(at+".model.timeout", format, x...) })
+		a.Budget.Deadline.check(func(format string, x ...any) { fail(at+".budget.deadline", format, x...) })
+		if !slices.Contains(providers, a.Model.Provider) {
+			fail(at+".model", "provider %q is not one of %s", a.Model.Provider, strings.Join(providers, ", "))
+		}
+		if a.Model.Name == "" {
+			fail(at+".model", "name is required (the provider's model name)")
+		}
+		if a.Budget.MaxUSD > 0 {
+			if _, ok := a.Prices[a.Model.Name]; !ok {
+				fail(at+".budget", "max_usd needs a price for %q under prices; without one its calls would count as free", a.Model.Name)
+			}
+		}
+		for j, s := range a.MCPServers {
+			sat := fmt.Sprintf("%s.mcp_servers[%d]", at, j)
+			if s.Name == "" {
+				fail(sat, "name is required")
+			}
+			if (len(s.Command) == 0) == (s.URL == "") {
+				fail(sat, "set either command (stdio) or url (streamable HTTP)")
+			}
+			for tool, t := range s.Tools {
+				t.Timeout.check(func(format string, x ...any) { fail(sat+".tools."+tool+".timeout", format, x...) })
+				if t.Effect != "" && !slices.Contains(effects, t.Effect) {
+					fail(sat+".tools."+tool+".effect", "%q is not one of %s", t.Effect, strings.Join(effects, ", "))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lineOf finds the line of the node at path, or 0.
+func lineOf(data []byte, path string) int {
+	p, err := yaml.PathString(path)
+	if err != nil {
+		return 0
+	}
+	node, err := p.ReadNode(strings.NewReader(string(data)))
+	if err != nil || node == nil || node.GetToken() == nil {
+		return 0
+	}
+	return node.GetToken().Position.Line
+}
+
+// ModelBuilder makes the model a configuration names: the provider packages
+// stay out of this package's imports, and tests can substitute one.
+type ModelBuilder func(ctx context.Context, m Model) (model.Model, error)
+
+// Build makes the agents: it connects to their MCP servers, lists their
+// tools and loads their policy files. close disconnects the MCP servers.
+func (f *File) Build(ctx context.Context, models ModelBuilder) (agents []*belay.Agent, close func() error, err error) {
+	var clients []*mcp.Client
+	close = func() error {
+		var errs []error
+		for _, c := range clients {
+			errs = append(errs, c.Close())
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if err != nil {
+			_ = close()
+		}
+	}()
+	for _, a := range f.Agents {
+		m, err := models(ctx, a.Model)
+		if err != nil {
+			return nil, close, fmt.Errorf("%s: agent %q: model: %w", f.path, a.Name, err)
+		}
+		agent := &belay.Agent{Name: a.Name, Model: m, Instructions: a.Instructions, Prices: model.PriceTable(a.Prices),
+			MaxOutputTokens: a.MaxOutputTokens,
+			Budget: belay.Budget{MaxTurns: a.Budget.MaxTurns, MaxInputTokens: a.Budget.MaxInputTokens,
+				MaxOutputTokens: a.Budget.MaxOutputTokens, MaxUSD: a.Budget.MaxUSD, Deadline: a.Budget.Deadline.D}}
+		for _, s := range a.MCPServers {
+			srv := mcp.Server{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Prefix: s.Prefix,
+				IgnoreAnnotations: s.IgnoreAnnotations, Tools: map[string]mcp.ToolConfig{}}
+			for name, t := range s.Tools {
+				srv.Tools[name] = mcp.ToolConfig{Effect: belay.EffectClass(t.Effect), External: t.External,
+					KeyFields: t.KeyFields, HonorsKey: t.HonorsKey, Timeout: t.Timeout.D}
+			}
+			c, err := mcp.Connect(ctx, srv)
+			if err != nil {
+				return nil, close, fmt.Errorf("%s: agent %q: MCP server %q: %w", f.path, a.Name, s.Name, err)
+			}
+			clients = append(clients, c)
+			tools, err := c.Tools(ctx)
+			if err != nil {
+				return nil, close, fmt.Errorf("%s: agent %q: MCP server %q: %w", f.path, a.Name, s.Name, err)
+			}
+			agent.Tools = append(agent.Tools, tools...)
+		}
+		if a.Policy != "" {
+			path := a.Policy
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(filepath.Dir(f.path), path)
+			}
+			p, err := policy.Load(path)
+			if err != nil {
+				return nil, close, fmt.Errorf("%s: agent %q: %w", f.path, a.Name, err)
+			}
+			agent.Policy, agent.PolicyVersion = p.Policy(), p.Version()
+		}
+		agents = append(agents, agent)
+	}
+	return agents, close, nil
+}

@@ -1,0 +1,80 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/model/scripted"
+)
+
+const good = `agents:
+  - name: support
+    model: {provider: anthropic, name: claude-sonnet-4-5, timeout: 60s, max_retries: 3}
+    prices: {claude-sonnet-4-5: {input_per_mtok: 3, output_per_mtok: 15}}
+    instructions: |
+      You are a support agent.
+    policy: policy.yaml
+    budget: {max_turns: 30, max_usd: 0.50, deadline: 10m}
+`
+
+const policyFile = `name: p
+version: 7
+default: by_effect
+rules: []
+`
+
+func TestBuildAgentsFromAFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "belay.yaml")
+	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(policyFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked Model
+	agents, closeAll, err := f.Build(context.Background(), func(ctx context.Context, m Model) (model.Model, error) {
+		asked = m
+		return scripted.New().Named(m.Name), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll()
+	if asked.Provider != "anthropic" || asked.Name != "claude-sonnet-4-5" || asked.Timeout.D != time.Minute || asked.MaxRetries != 3 {
+		t.Errorf("model asked for %+v", asked)
+	}
+	a := agents[0]
+	if a.Name != "support" || a.Budget.MaxTurns != 30 || a.Budget.MaxUSD != 0.5 || a.Budget.Deadline != 10*time.Minute ||
+		a.PolicyVersion != "p@7" || !strings.Contains(a.Instructions, "support agent") || a.Prices["claude-sonnet-4-5"].OutputPerMTok != 15 {
+		t.Errorf("agent %+v", a)
+	}
+}
+
+func TestMistakesNameTheFileLineAndField(t *testing.T) {
+	cases := map[string]struct{ yaml, want string }{
+		"unknown field": {"agents:\n  - name: a\n    modle: {provider: openai, name: x}\n", `belay.yaml:3:`},
+		"bad provider":  {"agents:\n  - name: a\n    model: {provider: ollama, name: x}\n", `belay.yaml:3: agents[0].model: provider "ollama" is not one of anthropic, openai`},
+		"no model name": {"agents:\n  - name: a\n    model: {provider: openai}\n", `belay.yaml:3: agents[0].model: name is required`},
+		"bad duration":  {"agents:\n  - name: a\n    model: {provider: openai, name: x, timeout: soon}\n", `belay.yaml:3: agents[0].model.timeout: "soon" is not a duration`},
+		"usd no price":  {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    budget: {max_usd: 1}\n", `belay.yaml:4: agents[0].budget: max_usd needs a price for "x"`},
+		"mcp both":      {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        command: [y]\n", `belay.yaml:5: agents[0].mcp_servers[0]: set either command`},
+		"bad effect":    {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        tools:\n          t: {effect: dangerous}\n", `agents[0].mcp_servers[0].tools.t.effect: "dangerous" is not one of read, write, irreversible`},
+		"no agents":     {"agents: []\n", `belay.yaml:`},
+	}
+	for name, tc := range cases {
+		_, err := Parse("belay.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to contain %q", name, err, tc.want)
+		}
+	}
+}
