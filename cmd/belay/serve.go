@@ -18,6 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/config"
 	"github.com/belayrun/belay/examples/support"
 	"github.com/belayrun/belay/metrics"
 	"github.com/belayrun/belay/model/scripted"
@@ -25,7 +26,8 @@ import (
 	"github.com/belayrun/belay/tracing"
 )
 
-// runServe runs workers for the support-desk agent until SIGTERM or
+// runServe runs workers for the support-desk agent, or the agents of a
+// configuration file, until SIGTERM or
 // SIGINT, then stops gracefully: each run in flight finishes its step,
 // checkpoints and releases its lease, so another worker takes it over at
 // once. Several serve processes may share one store.
@@ -38,31 +40,47 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	grace := fs.Duration("grace", 30*time.Second, "how long a shutdown waits for steps in flight")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
 	addr := fs.String("addr", "127.0.0.1:8080", "address of the HTTP endpoints (/metrics, /healthz, /readyz)")
+	configPath := fs.String("config", "", "agents from a file (models, instructions, MCP servers, policy, budget) instead of the support desk")
 	slow := slowToolFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
-	}
-	if *worldPath == "" {
-		if db.url != "" {
-			return usageError{"serve: with --database-url, pass --world PATH for the support world's database"}
-		}
-		*worldPath = db.path + ".world"
 	}
 	st, err := db.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	world, err := support.OpenWorld(ctx, *worldPath)
-	if err != nil {
-		return err
+	var agents []*belay.Agent
+	if *configPath != "" {
+		f, err := config.Load(*configPath)
+		if err != nil {
+			return err
+		}
+		var closeMCP func() error
+		agents, closeMCP, err = f.Build(ctx, buildModel)
+		if err != nil {
+			return err
+		}
+		defer closeMCP()
+	} else {
+		if *worldPath == "" {
+			if db.url != "" {
+				return usageError{"serve: with --database-url, pass --world PATH for the support world's database"}
+			}
+			*worldPath = db.path + ".world"
+		}
+		world, err := support.OpenWorld(ctx, *worldPath)
+		if err != nil {
+			return err
+		}
+		defer world.Close()
+		agent := support.NewAgent(world, scripted.Func(support.Script()))
+		if err := usePolicyFile(agent, *policyPath); err != nil {
+			return err
+		}
+		agents = []*belay.Agent{agent}
 	}
-	defer world.Close()
-	agent := support.NewAgent(world, scripted.Func(support.Script()))
-	if err := usePolicyFile(agent, *policyPath); err != nil {
-		return err
-	}
-	if err := slow.apply(agent, stdout); err != nil {
+	if err := slow.apply(agents[0], stdout); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
@@ -80,7 +98,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer tp.Shutdown(context.WithoutCancel(ctx))
 		observers = append(observers, tracing.New(tp))
 	}
-	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, Workers: *workers,
+	rt, err := belay.New(belay.Config{Store: st, Agents: agents, Workers: *workers,
 		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger, Observer: observers})
 	if err != nil {
 		return err

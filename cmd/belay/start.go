@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/config"
+	"github.com/belayrun/belay/examples/support"
+	"github.com/belayrun/belay/model/scripted"
+)
+
+// runStart queues a run for a worker (belay serve) to execute. Asking again
+// with the same --request-id returns the same run.
+func runStart(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("start", stderr)
+	db := dbFlag(fs)
+	configPath := fs.String("config", "", "the agents file belay serve runs (default: the support desk)")
+	agentName := fs.String("agent", support.AgentName, "agent to run")
+	tenant := fs.String("tenant", "default", "tenant")
+	user := fs.String("user", "", "user the run acts for")
+	requestID := fs.String("request-id", "", "client request id: one run per (tenant, user, request id)")
+	input := fs.String("input", "", "the user's message")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *input == "" {
+		return usageError{`usage: belay start --input "..." [--agent NAME] [--config FILE] [--user U] [--request-id ID]`}
+	}
+	st, err := db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var agents []*belay.Agent
+	if *configPath != "" {
+		f, err := config.Load(*configPath)
+		if err != nil {
+			return err
+		}
+		var closeMCP func() error
+		// The agents are built, MCP tools listed, only to know the version
+		// the run is pinned to.
+		agents, closeMCP, err = f.Build(ctx, buildModel)
+		if err != nil {
+			return err
+		}
+		defer closeMCP()
+	} else {
+		// The support agent's version does not depend on its world.
+		agents = []*belay.Agent{support.NewAgent(nil, scripted.Func(support.Script()))}
+	}
+	rt, err := belay.New(belay.Config{Store: st, Agents: agents})
+	if err != nil {
+		return err
+	}
+	run, created, err := rt.StartRun(ctx, belay.RunRequest{Agent: *agentName, Tenant: *tenant, User: *user,
+		ClientRequestID: *requestID, Input: *input})
+	if err != nil {
+		return err
+	}
+	if !created {
+		fmt.Fprintf(stdout, "run %s already exists for this request (%s)\n", run.ID, run.Status)
+		return nil
+	}
+	fmt.Fprintf(stdout, "run %s queued: belay serve executes it (follow it with: belay trace %s %s)\n", run.ID, run.ID, db)
+	return nil
+}
