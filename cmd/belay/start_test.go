@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/belayrun/belay/config"
+)
+
+func TestStartIsIdempotentPerRequest(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "belay.db")
+	start := func(input string) string {
+		var out, errb bytes.Buffer
+		if err := run(context.Background(), []string{"start", "--db", db, "--user", "ada", "--request-id", "T-1001", "--input", input}, &out, &errb); err != nil {
+			t.Fatalf("start: %v\n%s", err, errb.String())
+		}
+		return out.String()
+	}
+	first := start("I was charged twice")
+	id := strings.Fields(first)[1]
+	if !strings.Contains(first, "queued") {
+		t.Fatalf("first start: %s", first)
+	}
+	if again := start("I was charged twice"); !strings.Contains(again, id) || !strings.Contains(again, "already exists") {
+		t.Errorf("second start: %s, want the same run %s", again, id)
+	}
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"start", "--db", db}, &out, &errb); err == nil {
+		t.Error("start without --input was accepted")
+	}
+}
+
+func TestBuildModelForEachProvider(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "test-key")
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	for _, p := range []string{"anthropic", "openai"} {
+		m, err := buildModel(context.Background(), config.Model{Provider: p, Name: "some-model"})
+		if err != nil || m.Name() != "some-model" {
+			t.Errorf("%s: %v, %v", p, m, err)
+		}
+	}
+	if _, err := buildModel(context.Background(), config.Model{Provider: "carrier-pigeon", Name: "x"}); err == nil {
+		t.Error("an unknown provider was accepted")
+	}
+}
