@@ -58,8 +58,12 @@ func (r *Runtime) execute(ctx context.Context, run store.Run) {
 	err := x.loop(ctx)
 	switch {
 	case err == nil, errors.Is(err, errStop):
-	case errors.Is(err, store.ErrLeaseLost):
+	case errors.Is(err, store.ErrLeaseLost), errors.Is(context.Cause(ctx), store.ErrLeaseLost):
+		// Found by a write or by the lease keeper: either way another worker
+		// has the run, and this one writes nothing more.
 		r.cfg.Logger.Warn("lease lost; another worker has the run", "run", run.ID, "epoch", x.run.LeaseEpoch)
+	case ctx.Err() != nil && context.Cause(ctx) != ctx.Err():
+		r.cfg.Logger.Error("gave up the run", "run", run.ID, "epoch", x.run.LeaseEpoch, "cause", context.Cause(ctx))
 	case ctx.Err() != nil:
 		x.release(context.WithoutCancel(ctx))
 	default:

@@ -50,8 +50,8 @@ func (s *slowTool) Set(v string) error {
 
 // apply slows the named tool of agent. Each call prints slowMarker and the
 // tool's name on stdout, then waits for the delay or for its context, which
-// the runtime cancels when the lease is lost: a cancelled call returns the
-// context's error without running.
+// the runtime cancels when the lease is lost: a cancelled call prints the
+// cause and returns the context's error without running.
 func (s *slowTool) apply(agent *belay.Agent, stdout io.Writer) error {
 	if s.name == "" {
 		return nil
@@ -71,6 +71,9 @@ func (s *slowTool) apply(agent *belay.Agent, stdout io.Writer) error {
 			defer timer.Stop()
 			select {
 			case <-ctx.Done():
+				// Why the runtime gave up the call: a test of a stalled
+				// worker reads that it lost its lease.
+				fmt.Fprintln(stdout, slowMarker, s.name, "cancelled:", context.Cause(ctx))
 				return nil, ctx.Err()
 			case <-timer.C:
 			}

@@ -60,21 +60,29 @@ func mustParsePolicy() *policy.File {
 	return f
 }
 
-// requirements are what must be true of w when a run of the scenario ends.
-// They check ticket T-1001's facts whatever the run's input says: the world
-// holds one scenario.
+// requirements are what must be true of w when a run ends, for the run's
+// own ticket (see ticketOf): every duplicate charge of the customer has a
+// refund, the customer has an email and the ticket has a note saying why.
 func requirements(w *World) []belay.Requirement {
 	return []belay.Requirement{
-		{Name: "order refunded", Check: func(ctx context.Context, _ belay.RunInfo) (bool, error) {
-			refunds, err := w.RefundsOf(ctx, DuplicateChargeID)
-			return len(refunds) > 0, err
+		{Name: "order refunded", Check: func(ctx context.Context, run belay.RunInfo) (bool, error) {
+			s, err := w.TicketState(ctx, ticketOf(run.ClientRequestID))
+			if err != nil || len(s.Duplicates) == 0 {
+				return false, err
+			}
+			for _, c := range s.Duplicates {
+				if c.RefundID == "" {
+					return false, nil
+				}
+			}
+			return true, nil
 		}},
-		{Name: "customer emailed", Check: func(ctx context.Context, _ belay.RunInfo) (bool, error) {
-			emails, err := w.Emails(ctx, CustomerEmail)
-			return len(emails) > 0, err
+		{Name: "customer emailed", Check: func(ctx context.Context, run belay.RunInfo) (bool, error) {
+			s, err := w.TicketState(ctx, ticketOf(run.ClientRequestID))
+			return len(s.Emails) > 0, err
 		}},
-		{Name: "reason in CRM", Check: func(ctx context.Context, _ belay.RunInfo) (bool, error) {
-			notes, err := w.Notes(ctx, TicketID)
+		{Name: "reason in CRM", Check: func(ctx context.Context, run belay.RunInfo) (bool, error) {
+			notes, err := w.Notes(ctx, ticketOf(run.ClientRequestID))
 			return len(notes) > 0, err
 		}},
 	}

@@ -19,6 +19,11 @@
 // ([World.SetInvoiceFailures]). The CRM, like many real ones, has no
 // idempotency keys at all.
 //
+// [World.SeedTickets] adds many more tickets like T-1001, one customer
+// charged twice each, for tests that run hundreds of runs on one world. A
+// run's requirements are checked against its own ticket: the run's client
+// request id when it is a ticket id, else T-1001.
+//
 // # The agent
 //
 // [NewAgent] builds the agent over a world and a model. [Script] is a

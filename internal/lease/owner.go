@@ -60,25 +60,34 @@ func (self Owner) Gone(owner string) bool {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		return false
 	}
-	now := startTime(o.PID)
-	return now == "" || now != o.Start
+	now, state := procStat(o.PID)
+	// A zombie (Z) or dead (X) process has exited; only its parent has not
+	// reaped it yet.
+	return now == "" || now != o.Start || state == "Z" || state == "X"
 }
 
-// startTime returns the start time of a process in clock ticks since boot
-// (field 22 of /proc/PID/stat), or "" if it cannot be read.
+// startTime returns the start time of a process in clock ticks since boot,
+// or "" if it cannot be read.
 func startTime(pid int) string {
+	start, _ := procStat(pid)
+	return start
+}
+
+// procStat reads a process's start time (field 22 of /proc/PID/stat) and
+// state (field 3), or "" if they cannot be read.
+func procStat(pid int) (start, state string) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	// The command name (field 2) may hold spaces; fields restart after ')'.
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
-		return ""
+		return "", ""
 	}
 	fields := strings.Fields(string(b[i+1:]))
 	if len(fields) < 20 {
-		return ""
+		return "", ""
 	}
-	return fields[19]
+	return fields[19], fields[0]
 }

@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestGoneOnlyWhenProvablyDead(t *testing.T) {
@@ -29,6 +30,17 @@ func TestGoneOnlyWhenProvablyDead(t *testing.T) {
 		t.Error("a live child is reported gone")
 	}
 	_ = cmd.Process.Kill()
+	// Killed, not yet reaped: a zombie has exited all the same.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, state := procStat(child.PID); state != "Z"; _, state = procStat(child.PID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed child never became a zombie (state %q)", state)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !self.Gone(child.String()) {
+		t.Error("a killed, unreaped child is not reported gone")
+	}
 	_ = cmd.Wait()
 	if !self.Gone(child.String()) {
 		t.Error("a killed child is not reported gone")
