@@ -19,9 +19,7 @@ import (
 
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/config"
-	"github.com/belayrun/belay/examples/support"
 	"github.com/belayrun/belay/metrics"
-	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/tracing"
 )
@@ -63,21 +61,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer closeMCP()
 	} else {
-		if *worldPath == "" {
-			if db.url != "" {
-				return usageError{"serve: with --database-url, pass --world PATH for the support world's database"}
-			}
-			*worldPath = db.path + ".world"
-		}
-		world, err := support.OpenWorld(ctx, *worldPath)
+		world, agent, err := openSupport(ctx, "serve", db, *worldPath, *policyPath)
 		if err != nil {
 			return err
 		}
 		defer world.Close()
-		agent := support.NewAgent(world, scripted.Func(support.Script()))
-		if err := usePolicyFile(agent, *policyPath); err != nil {
-			return err
-		}
 		agents = []*belay.Agent{agent}
 	}
 	if err := slow.apply(agents[0], stdout); err != nil {

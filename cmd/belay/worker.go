@@ -31,18 +31,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	if *worldPath == "" {
-		if db.url != "" {
-			return usageError{"worker: with --database-url, pass --world PATH for the support world's database"}
-		}
-		*worldPath = db.path + ".world"
-	}
 	st, err := db.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	world, err := support.OpenWorld(ctx, *worldPath)
+	world, agent, err := openSupport(ctx, "worker", db, *worldPath, *policyPath)
 	if err != nil {
 		return err
 	}
@@ -56,10 +50,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			// it: the worst moment to die.
 			hang(ctx, stdout, kind)
 		}
-	}
-	agent := support.NewAgent(world, scripted.Func(support.Script()))
-	if err := usePolicyFile(agent, *policyPath); err != nil {
-		return err
 	}
 	var runStore store.Store = st
 	if *crashAtUnknown {
@@ -105,6 +95,27 @@ func (s *crashAtUnknownStore) Checkpoint(ctx context.Context, p store.Checkpoint
 		}
 	}
 	return nil
+}
+
+// openSupport opens the support desk's world (DB + .world unless given) and
+// its agent, with the policy file if one is given.
+func openSupport(ctx context.Context, cmd string, db *storeTarget, worldPath, policyPath string) (*support.World, *belay.Agent, error) {
+	if worldPath == "" {
+		if db.url != "" {
+			return nil, nil, usageError{cmd + ": with --database-url, pass --world PATH for the support world's database"}
+		}
+		worldPath = db.path + ".world"
+	}
+	world, err := support.OpenWorld(ctx, worldPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	agent := support.NewAgent(world, scripted.Func(support.Script()))
+	if err := usePolicyFile(agent, policyPath); err != nil {
+		world.Close()
+		return nil, nil, err
+	}
+	return world, agent, nil
 }
 
 // usePolicyFile replaces an agent's policy with the one in path, if any.
