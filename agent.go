@@ -23,6 +23,12 @@ type Agent struct {
 	Version string
 	// Model answers each turn. Required.
 	Model model.Model
+	// Fallback, if set, answers a turn when Model is overloaded after its
+	// client's retries, instead of pausing the run. The switch is a
+	// model_fallback trace event. Leave it nil for agents whose runs must
+	// not change model midway (prompts tuned for one model do not always
+	// hold on another). Its prices come from Prices too.
+	Fallback model.Model
 	// Instructions are the system prompt.
 	Instructions string
 	// Tools are what the model may call.
@@ -140,9 +146,14 @@ func (a *Agent) checkBudget(b Budget) error {
 	if b.MaxUSD <= 0 {
 		return nil
 	}
-	if _, ok := a.Prices.Lookup(a.Model.Name()); !ok {
-		return fmt.Errorf("agent %q: a budget of $%g needs a price for model %q in Prices; without one its calls would count as free",
-			a.Name, b.MaxUSD, a.Model.Name())
+	for _, m := range []model.Model{a.Model, a.Fallback} {
+		if m == nil {
+			continue
+		}
+		if _, ok := a.Prices.Lookup(m.Name()); !ok {
+			return fmt.Errorf("agent %q: a budget of $%g needs a price for model %q in Prices; without one its calls would count as free",
+				a.Name, b.MaxUSD, m.Name())
+		}
 	}
 	return nil
 }
@@ -159,7 +170,11 @@ func (a *Agent) hash() string {
 		Model        string
 		Instructions string
 		Tools        []toolDef
+		Fallback     string `json:",omitempty"`
 	}{Model: a.Model.Name(), Instructions: a.Instructions}
+	if a.Fallback != nil {
+		def.Fallback = a.Fallback.Name()
+	}
 	for _, t := range a.Tools {
 		def.Tools = append(def.Tools, toolDef{t.Name, t.Description, t.InputSchema, t.Effect, t.KeyFields})
 	}

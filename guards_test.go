@@ -3,6 +3,7 @@ package belay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -327,5 +328,37 @@ func TestUnverifiedRunEscalatesWithWhatIsMissing(t *testing.T) {
 	got := strings.Join(eventTypes(t, st, run.ID), " ")
 	if !strings.Contains(got, "verify verify stop") {
 		t.Errorf("events %s: want each check traced", got)
+	}
+}
+
+// An overloaded primary degrades to the fallback for that call, and the
+// trace says so; without a fallback the run pauses and says it will wait.
+func TestOverloadedModelFallsBack(t *testing.T) {
+	t.Parallel()
+	overloaded := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		return scripted.Reply{Err: &model.Error{Class: model.ClassOverloaded, StatusCode: 529, Err: errors.New("overloaded")}}, nil
+	}).Named("primary")
+	backup := scripted.New(scripted.Reply{Text: "answered by the fallback"}).Named("backup")
+	prices := model.PriceTable{"primary": {InputPerMTok: 1}, "backup": {InputPerMTok: 2}}
+
+	st := openStore(t)
+	run := startAndDrain(t, newRuntime(t, st, nil, &Agent{Name: "a", Model: overloaded, Fallback: backup, Prices: prices}),
+		RunRequest{Agent: "a", User: "u", Input: "hi"})
+	if run.Status != store.StatusDone || run.Final != "answered by the fallback" || run.CostNanoUSD == 0 {
+		t.Fatalf("run %s %q, cost %d", run.Status, run.Final, run.CostNanoUSD)
+	}
+	if got := strings.Join(eventTypes(t, st, run.ID), " "); !strings.Contains(got, "model_fallback model_call") {
+		t.Errorf("events %s", got)
+	}
+
+	st2 := openStore(t)
+	run2 := startAndDrain(t, newRuntime(t, st2, nil, &Agent{Name: "a", Model: overloaded, Prices: prices}),
+		RunRequest{Agent: "a", User: "u", Input: "hi"})
+	if run2.Status != store.StatusPaused || run2.StopReason != "overloaded" || !strings.Contains(run2.StopDetail, "no fallback") {
+		t.Errorf("without a fallback: %s (%s) %s", run2.Status, run2.StopReason, run2.StopDetail)
+	}
+	_, err := New(Config{Store: st2, Agents: []*Agent{{Name: "b", Model: overloaded, Fallback: backup.Named("unpriced"), Prices: prices, Budget: Budget{MaxUSD: 1}}}})
+	if err == nil || !strings.Contains(err.Error(), "unpriced") {
+		t.Errorf("a dollar budget with an unpriced fallback: %v", err)
 	}
 }

@@ -207,7 +207,15 @@ func (x *execution) think(ctx context.Context) error {
 			map[string]any{"used": over.Used, "next_call": over.Next, "limit": over.Limit, "unit": over.Unit})
 	}
 	start := x.r.cfg.now()
-	resp, err := x.agent.Model.Generate(ctx, req)
+	used := x.agent.Model
+	resp, err := used.Generate(ctx, req)
+	if me, ok := model.ClassOf(err); ok && me.Class == model.ClassOverloaded && x.agent.Fallback != nil && ctx.Err() == nil {
+		// The primary is overloaded after its own retries: degrade to the
+		// fallback for this call, and say so in the trace.
+		used = x.agent.Fallback
+		x.emit("model_fallback", map[string]any{"from": x.agent.Model.Name(), "to": used.Name(), "error": err.Error()})
+		resp, err = used.Generate(ctx, req)
+	}
 	x.modelTime = x.r.cfg.now().Sub(start)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -218,7 +226,7 @@ func (x *execution) think(ctx context.Context) error {
 	if len(resp.Content) == 0 {
 		return x.stop(ctx, store.StatusFailed, "empty_response", "the model returned no content")
 	}
-	price, _ := x.agent.Prices.Lookup(x.agent.Model.Name())
+	price, _ := x.agent.Prices.Lookup(used.Name())
 	cost := price.Cost(resp.Usage)
 	x.run.InputTokens += resp.Usage.InputTokens
 	x.run.OutputTokens += resp.Usage.OutputTokens
@@ -232,7 +240,7 @@ func (x *execution) think(ctx context.Context) error {
 		calls = append(calls, map[string]any{"id": u.ID, "name": u.Name, "args": u.Input})
 	}
 	data := map[string]any{
-		"model": x.agent.Model.Name(), "thought": text, "tool_calls": calls,
+		"model": used.Name(), "thought": text, "tool_calls": calls,
 		"stop_reason": resp.StopReason, "input_tokens": resp.Usage.InputTokens,
 		"output_tokens": resp.Usage.OutputTokens, "cost_usd": cost.Dollars(),
 		"latency_ms": float64(x.modelTime.Microseconds()) / 1000,
@@ -278,7 +286,11 @@ func (x *execution) modelFailed(ctx context.Context, err error) error {
 		wait = 15 * time.Second
 	}
 	x.run.ResumeAfter = x.r.cfg.now().Add(wait)
-	return x.stop(ctx, store.StatusPaused, string(me.Class), err.Error())
+	detail := err.Error()
+	if me.Class == model.ClassOverloaded && x.agent.Fallback == nil {
+		detail += "; this agent names no fallback model, so its runs wait for this one"
+	}
+	return x.stop(ctx, store.StatusPaused, string(me.Class), detail)
 }
 
 // finish runs verification when the model has stopped asking for tools. Only

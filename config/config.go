@@ -49,6 +49,9 @@ type Agent struct {
 	Name         string `yaml:"name"`
 	Instructions string `yaml:"instructions"`
 	Model        Model  `yaml:"model"`
+	// Fallback answers when Model is overloaded; omit it for agents whose
+	// runs must not change model midway.
+	Fallback *Model `yaml:"fallback"`
 	// Prices are per model name, in dollars per million tokens. Required
 	// for a dollar budget.
 	Prices          map[string]model.Price `yaml:"prices"`
@@ -189,6 +192,12 @@ func (f *File) check(data []byte) error {
 		if a.Model.Name == "" {
 			fail(at+".model", "name is required (the provider's model name)")
 		}
+		if fb := a.Fallback; fb != nil {
+			fb.Timeout.check(func(format string, x ...any) { fail(at+".fallback.timeout", format, x...) })
+			if !slices.Contains(providers, fb.Provider) || fb.Name == "" {
+				fail(at+".fallback", "needs a provider (%s) and a name", strings.Join(providers, ", "))
+			}
+		}
 		if a.Budget.MaxUSD > 0 {
 			if _, ok := a.Prices[a.Model.Name]; !ok {
 				fail(at+".budget", "max_usd needs a price for %q under prices; without one its calls would count as free", a.Model.Name)
@@ -251,7 +260,13 @@ func (f *File) Build(ctx context.Context, models ModelBuilder) (agents []*belay.
 		if err != nil {
 			return nil, close, fmt.Errorf("%s: agent %q: model: %w", f.path, a.Name, err)
 		}
-		agent := &belay.Agent{Name: a.Name, Model: m, Instructions: a.Instructions, Prices: model.PriceTable(a.Prices),
+		var fallback model.Model
+		if a.Fallback != nil {
+			if fallback, err = models(ctx, *a.Fallback); err != nil {
+				return nil, close, fmt.Errorf("%s: agent %q: fallback model: %w", f.path, a.Name, err)
+			}
+		}
+		agent := &belay.Agent{Name: a.Name, Model: m, Fallback: fallback, Instructions: a.Instructions, Prices: model.PriceTable(a.Prices),
 			MaxOutputTokens: a.MaxOutputTokens,
 			Budget: belay.Budget{MaxTurns: a.Budget.MaxTurns, MaxInputTokens: a.Budget.MaxInputTokens,
 				MaxOutputTokens: a.Budget.MaxOutputTokens, MaxUSD: a.Budget.MaxUSD, Deadline: a.Budget.Deadline.D}}

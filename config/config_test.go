@@ -15,7 +15,8 @@ import (
 const good = `agents:
   - name: support
     model: {provider: anthropic, name: claude-sonnet-4-5, timeout: 60s, max_retries: 3}
-    prices: {claude-sonnet-4-5: {input_per_mtok: 3, output_per_mtok: 15}}
+    fallback: {provider: openai, name: gpt-4o-mini}
+    prices: {claude-sonnet-4-5: {input_per_mtok: 3, output_per_mtok: 15}, gpt-4o-mini: {input_per_mtok: 0.15, output_per_mtok: 0.6}}
     instructions: |
       You are a support agent.
     policy: policy.yaml
@@ -41,17 +42,21 @@ func TestBuildAgentsFromAFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var asked Model
+	var asked []Model
 	agents, closeAll, err := f.Build(context.Background(), func(ctx context.Context, m Model) (model.Model, error) {
-		asked = m
+		asked = append(asked, m)
 		return scripted.New().Named(m.Name), nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeAll()
-	if asked.Provider != "anthropic" || asked.Name != "claude-sonnet-4-5" || asked.Timeout.D != time.Minute || asked.MaxRetries != 3 {
-		t.Errorf("model asked for %+v", asked)
+	if len(asked) != 2 || asked[0].Provider != "anthropic" || asked[0].Name != "claude-sonnet-4-5" || asked[0].Timeout.D != time.Minute ||
+		asked[0].MaxRetries != 3 || asked[1].Provider != "openai" {
+		t.Errorf("models asked for %+v", asked)
+	}
+	if agents[0].Fallback == nil || agents[0].Fallback.Name() != "gpt-4o-mini" {
+		t.Errorf("fallback %v", agents[0].Fallback)
 	}
 	a := agents[0]
 	if a.Name != "support" || a.Budget.MaxTurns != 30 || a.Budget.MaxUSD != 0.5 || a.Budget.Deadline != 10*time.Minute ||

@@ -35,6 +35,7 @@ type Metrics struct {
 	escalations      *prometheus.CounterVec
 	takeovers        *prometheus.CounterVec
 	loops            *prometheus.CounterVec
+	fallbacks        *prometheus.CounterVec
 	checkpoint       *prometheus.HistogramVec
 }
 
@@ -63,6 +64,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		escalations: f("escalations_total", "Runs stopped for a person, by reason.", "agent", "reason"),
 		takeovers:   f("lease_takeovers_total", "Runs resumed by a worker after another held them (epoch above 1).", "agent"),
 		loops:       f("loop_detections_total", "Loop detector firings, by action (replan, escalate).", "agent", "action"),
+		fallbacks:   f("model_fallbacks_total", "Model calls answered by the fallback model because the primary was overloaded.", "agent", "from", "to"),
 	}
 	m.breakerOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "belay", Name: "breaker_open",
 		Help: "1 while a tool's circuit breaker is open or half-open, as last seen by this process."}, []string{"tool"})
@@ -120,6 +122,8 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 		if num("epoch") > 1 {
 			m.takeovers.WithLabelValues(run.Agent).Inc()
 		}
+	case "model_fallback":
+		m.fallbacks.WithLabelValues(run.Agent, str("from"), str("to")).Inc()
 	case "loop_detected":
 		m.loops.WithLabelValues(run.Agent, str("action")).Inc()
 	case "stop":

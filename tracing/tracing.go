@@ -128,7 +128,7 @@ func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 			span.SetStatus(codes.Error, str("preview"))
 		}
 		span.End(trace.WithTimestamp(ev.Time))
-	case "approval_requested", "approval_decided", "approval_applied", "approval_expired", "loop_detected", "breaker", "verify", "resumed":
+	case "approval_requested", "approval_decided", "approval_applied", "approval_expired", "loop_detected", "breaker", "verify", "resumed", "model_fallback":
 		step.span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(eventAttributes(d)...))
 	case "checkpoint":
 		step.span.End(trace.WithTimestamp(ev.Time))
