@@ -242,7 +242,7 @@ func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key
 	defer func() {
 		x.toolTime += x.r.cfg.now().Sub(start)
 		if p := recover(); p != nil {
-			x.r.cfg.Logger.Error("tool panicked", "run", x.run.ID, "tool", tool.Name, "panic", p, "stack", string(debug.Stack()))
+			x.log().Error("tool panicked", "tool", tool.Name, "panic", p, "stack", string(debug.Stack()))
 			err = &PanicError{Tool: tool.Name, Value: p}
 		}
 	}()

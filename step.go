@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -61,13 +62,13 @@ func (r *Runtime) execute(ctx context.Context, run store.Run) {
 	case errors.Is(err, store.ErrLeaseLost), errors.Is(context.Cause(ctx), store.ErrLeaseLost):
 		// Found by a write or by the lease keeper: either way another worker
 		// has the run, and this one writes nothing more.
-		r.cfg.Logger.Warn("lease lost; another worker has the run", "run", run.ID, "epoch", x.run.LeaseEpoch)
+		x.log().Warn("lease lost; another worker has the run")
 	case ctx.Err() != nil && context.Cause(ctx) != ctx.Err():
-		r.cfg.Logger.Error("gave up the run", "run", run.ID, "epoch", x.run.LeaseEpoch, "cause", context.Cause(ctx))
+		x.log().Error("gave up the run", "cause", context.Cause(ctx))
 	case ctx.Err() != nil:
 		x.release(context.WithoutCancel(ctx))
 	default:
-		r.cfg.Logger.Error("run step", "run", run.ID, "step", x.run.Step, "err", err)
+		x.log().Error("run step", "err", err)
 	}
 }
 
@@ -97,6 +98,11 @@ func (x *execution) keepLease(ctx context.Context, cancel context.CancelCauseFun
 			return
 		}
 	}
+}
+
+// log is the runtime's logger with the run's coordinates on every line.
+func (x *execution) log() *slog.Logger {
+	return x.r.cfg.Logger.With("run", x.run.ID, "tenant", x.run.Tenant, "step", x.run.Step, "epoch", x.run.LeaseEpoch)
 }
 
 func (x *execution) fence() store.Fence {
