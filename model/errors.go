@@ -3,6 +3,8 @@ package model
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -52,4 +54,32 @@ func ClassOf(err error) (*Error, bool) {
 		return me, true
 	}
 	return nil, false
+}
+
+// RetryAfter reads a provider's retry hint from response headers:
+// retry-after-ms, else retry-after in seconds or as an HTTP date. Zero when
+// there is none.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := h.Get("retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("retry-after")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +56,7 @@ func (m *Model) classify(ctx context.Context, err error) error {
 	}
 	e := &model.Error{StatusCode: apiErr.StatusCode, Err: errors.New("anthropic: " + m.redact(msg))}
 	if apiErr.Response != nil {
-		e.RetryAfter = retryAfter(apiErr.Response.Header, time.Now())
+		e.RetryAfter = model.RetryAfter(apiErr.Response.Header, time.Now())
 	}
 	if apiErr.StatusCode < 400 {
 		// An error event in a stream that had begun with 200 OK: its type
@@ -101,29 +100,6 @@ func classOfType(t string) model.ErrorClass {
 	}
 }
 
-// retryAfter reads the provider's hint: retry-after-ms, else retry-after in
-// seconds or as an HTTP date.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("retry-after-ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("retry-after")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
 
 func (m *Model) redact(s string) string {
 	if m.key == "" {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -83,7 +82,7 @@ func (m *Model) httpError(status int, h http.Header, msg string) *model.Error {
 	return &model.Error{
 		Class:      classOfStatus(status),
 		StatusCode: status,
-		RetryAfter: retryAfter(h, time.Now()),
+		RetryAfter: model.RetryAfter(h, time.Now()),
 		Err:        errors.New("openai: " + m.redact(msg)),
 	}
 }
@@ -117,32 +116,6 @@ func classOfKind(kind string) model.ErrorClass {
 	}
 }
 
-// retryAfter reads the server's hint: retry-after-ms, else retry-after in
-// seconds or as an HTTP date.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	if v := h.Get("retry-after-ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("retry-after")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
 
 func firstOf(s ...string) string {
 	for _, v := range s {
