@@ -100,7 +100,6 @@ func classOfType(t string) model.ErrorClass {
 	}
 }
 
-
 func (m *Model) redact(s string) string {
 	if m.key == "" {
 		return s

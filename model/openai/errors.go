@@ -116,7 +116,6 @@ func classOfKind(kind string) model.ErrorClass {
 	}
 }
 
-
 func firstOf(s ...string) string {
 	for _, v := range s {
 		if v != "" {
