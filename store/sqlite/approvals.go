@@ -153,6 +153,7 @@ func decide(ctx context.Context, tx *writeTx, p store.DecideParams) (store.Appro
 func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
 	n := 0
 	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		n = 0 // a batch may run twice
 		rows, err := tx.QueryContext(ctx, approvalDueSQL, sql.Named("now", nanos(now)))
 		if err != nil {
 			return err

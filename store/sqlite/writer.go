@@ -160,9 +160,28 @@ func (w *writer) commit(batch []*request, errs []error) {
 	}
 }
 
+// errRedo asks for the batch to run again with a savepoint per request.
+var errRedo = errors.New("a request failed: run the batch again with savepoints")
+
 // execute runs the batch, recording each request's own failure in errs, and
 // returns an error if the transaction as a whole failed.
+//
+// Requests almost never fail (a fenced-off checkpoint is the usual case),
+// so the batch first runs without savepoints, which cost two statements a
+// request. If any request fails, that transaction is rolled back and the
+// whole batch runs again, each request in its own savepoint, so the failed
+// one is undone without aborting the others. Request functions must
+// therefore be safe to run twice: they write only through tx and set their
+// results afresh.
 func (w *writer) execute(batch []*request, errs []error) error {
+	if err := w.executeOnce(batch, errs, false); !errors.Is(err, errRedo) {
+		return err
+	}
+	clear(errs)
+	return w.executeOnce(batch, errs, true)
+}
+
+func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) error {
 	// The transaction must not end with one caller's context: it carries
 	// the others' writes too.
 	ctx := context.Background()
@@ -171,23 +190,38 @@ func (w *writer) execute(batch []*request, errs []error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	tx := &writeTx{tx: sqlTx, stmts: w.stmts}
+	ran := int64(0)
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, savepointSQL); err != nil {
-			sqlTx.Rollback()
-			return fmt.Errorf("savepoint: %w", err)
-		}
-		w.writes.Add(1)
-		if errs[i] = r.fn(ctx, tx); errs[i] != nil {
-			// A failure SQLite answers by rolling back the whole
-			// transaction (SQLITE_FULL, say) makes this fail too.
-			if _, err := tx.ExecContext(ctx, rollbackSQL); err != nil {
+		if savepoints {
+			if _, err := tx.ExecContext(ctx, savepointSQL); err != nil {
 				sqlTx.Rollback()
-				return fmt.Errorf("roll back to savepoint: %w", err)
+				return fmt.Errorf("savepoint: %w", err)
 			}
+		}
+		ran++
+		errs[i] = r.fn(ctx, tx)
+		if errs[i] == nil {
+			if savepoints {
+				if _, err := tx.ExecContext(ctx, releaseSQL); err != nil {
+					sqlTx.Rollback()
+					return fmt.Errorf("release savepoint: %w", err)
+				}
+			}
+			continue
+		}
+		if !savepoints {
+			sqlTx.Rollback()
+			return errRedo
+		}
+		// A failure SQLite answers by rolling back the whole transaction
+		// (SQLITE_FULL, say) makes this fail too.
+		if _, err := tx.ExecContext(ctx, rollbackSQL); err != nil {
+			sqlTx.Rollback()
+			return fmt.Errorf("roll back to savepoint: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, releaseSQL); err != nil {
 			sqlTx.Rollback()
@@ -197,6 +231,7 @@ func (w *writer) execute(batch []*request, errs []error) error {
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	w.writes.Add(ran)
 	w.commits.Add(1)
 	return nil
 }
