@@ -212,13 +212,24 @@ func TestBatchFails(t *testing.T) {
 	skipped := insert("skipped")
 	skipped.ctx = canceled
 
+	// A request that fails after writing: its write must be undone, the
+	// others' kept (the batch is redone with savepoints).
+	half := insert("half")
+	halfWrite := half.fn
+	half.fn = func(ctx context.Context, tx *writeTx) error {
+		if err := halfWrite(ctx, tx); err != nil {
+			return err
+		}
+		return boom
+	}
+
 	// The writer goroutine is idle, waiting for requests, so the batch can
 	// be run here.
-	batch := []*request{insert("kept"), fails, skipped, insert("kept2")}
+	batch := []*request{insert("kept"), fails, skipped, half, insert("kept2")}
 	errs := make([]error, len(batch))
 	s.writer.commit(batch, errs)
-	if errs[0] != nil || errs[1] != boom || !errors.Is(errs[2], context.Canceled) || errs[3] != nil {
-		t.Errorf("batch with a failing request: %v", errs)
+	if errs[0] != nil || errs[1] != boom || !errors.Is(errs[2], context.Canceled) || errs[3] != boom || errs[4] != nil {
+		t.Errorf("batch with failing requests: %v", errs)
 	}
 
 	batch = []*request{insert("lost"), aborts, insert("lost2")}
@@ -230,7 +241,7 @@ func TestBatchFails(t *testing.T) {
 		}
 	}
 
-	for id, want := range map[string]bool{"kept": true, "kept2": true, "skipped": false, "lost": false, "lost2": false} {
+	for id, want := range map[string]bool{"kept": true, "kept2": true, "skipped": false, "half": false, "lost": false, "lost2": false} {
 		_, err := s.GetRun(ctx, "", id)
 		if got := err == nil; got != want {
 			t.Errorf("run %s written %v, want %v (%v)", id, got, want, err)
