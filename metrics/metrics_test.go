@@ -35,6 +35,7 @@ func TestMetricsAfterARun(t *testing.T) {
 	defer st.Close()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
+	reg.MustRegister(metrics.NewStoreCollector(st))
 
 	lookup := belay.NewTool("lookup", "look up an order", belay.Read, func(ctx context.Context, in orderIn) (string, error) {
 		return "order " + in.ID, nil
@@ -103,6 +104,10 @@ func TestMetricsAfterARun(t *testing.T) {
 		`belay_approvals_decided_total{status="rejected"}`:                                 1,
 		`belay_escalations_total{agent="support",reason="unverified"}`:                     1,
 		`belay_runs_stopped_total{agent="support",reason="unverified",status="escalated"}`: 1,
+		`belay_runs{status="escalated"}`:                                                   1,
+		`belay_runs{status="running"}`:                                                     0,
+		`belay_approvals_pending`:                                                          0,
+		`belay_store_up`:                                                                   1,
 	} {
 		if v := value(series); v != want {
 			t.Errorf("%s = %v, want %v", series, v, want)

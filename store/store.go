@@ -36,6 +36,13 @@ var (
 	ErrBindingMismatch = errors.New("decision does not match the approval it was made for")
 )
 
+// Counts is how many runs are in each status, and how many approvals wait
+// for a person.
+type Counts struct {
+	Runs             map[Status]int64
+	PendingApprovals int64
+}
+
 // ApprovalStatus is where an approval is in its life.
 type ApprovalStatus string
 
@@ -449,6 +456,10 @@ type Store interface {
 	// SetKillSwitch engages or releases a kill switch. While a tenant's
 	// switch or the global one is engaged, ClaimRuns skips the tenant's runs.
 	SetKillSwitch(ctx context.Context, p KillSwitchParams) error
+	// Counts counts runs by status and pending approvals, over every
+	// tenant: the gauges of a metrics scrape.
+	Counts(ctx context.Context) (Counts, error)
+
 	// KillSwitch reports whether the tenant's switch or the global one is
 	// engaged, and why.
 	KillSwitch(ctx context.Context, tenant string) (engaged bool, reason string, err error)

@@ -73,7 +73,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.NewStoreCollector(st))
 	observers := observers{metrics.New(reg)}
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
 		// The exporter reads the endpoint and headers from the standard

@@ -169,3 +169,21 @@ func testApprovalExpiry(t *testing.T, s store.Store) {
 		t.Errorf("run is %s after its approvals expired, want queued", got.Status)
 	}
 }
+
+func testCounts(t *testing.T, s store.Store) {
+	before, err := s.Counts(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitingRun(t, s) // a waiting run with two pending approvals
+	newRun(t, s, store.CreateRunParams{})
+	after, err := s.Counts(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Runs[store.StatusWaitingApproval]-before.Runs[store.StatusWaitingApproval] != 1 ||
+		after.Runs[store.StatusQueued]-before.Runs[store.StatusQueued] != 1 ||
+		after.PendingApprovals-before.PendingApprovals != 2 {
+		t.Errorf("counts went from %+v to %+v; want one more waiting run, one more queued, two more pending approvals", before, after)
+	}
+}

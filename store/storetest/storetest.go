@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ApprovalsPersistAndReplay", testApprovalsPersistAndReplay},
 		{"DecideApproval", testDecideApproval},
 		{"ApprovalExpiry", testApprovalExpiry},
+		{"Counts", testCounts},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

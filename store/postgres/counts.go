@@ -1,0 +1,45 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	_ "embed"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/counts_runs.sql
+	countsRunsSQL string
+	//go:embed query/counts_approvals.sql
+	countsApprovalsSQL string
+)
+
+// Counts counts runs by status and pending approvals, over every tenant (as
+// the owner).
+func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
+	c := store.Counts{Runs: map[store.Status]int64{}}
+	rows, err := s.pool.Query(ctx, countsRunsSQL)
+	if err != nil {
+		return c, fmt.Errorf("count runs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			status string
+			n      int64
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return c, fmt.Errorf("count runs: %w", err)
+		}
+		c.Runs[store.Status(status)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return c, fmt.Errorf("count runs: %w", err)
+	}
+	if err := s.pool.QueryRow(ctx, countsApprovalsSQL).Scan(&c.PendingApprovals); err != nil {
+		return c, fmt.Errorf("count approvals: %w", err)
+	}
+	return c, nil
+}

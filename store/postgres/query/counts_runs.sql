@@ -1,0 +1,1 @@
+SELECT status, count(*) FROM runs GROUP BY status;
