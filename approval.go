@@ -282,7 +282,7 @@ func (r *Runtime) Decide(ctx context.Context, tenant, id string, d ApprovalDecis
 		r.poke()
 		if obs := r.cfg.Observer; obs != nil {
 			obs.Event(ObservedRun{ID: a.RunID, Tenant: a.Tenant}, event(a.Step, a.DecidedAt, "approval_decided",
-				map[string]any{"approval_id": a.ID, "status": a.Status, "by": a.DecidedBy,
+				map[string]any{"approval_id": a.ID, "status": a.Status, "by": a.DecidedBy, "category": a.Category,
 					"decision_s": a.DecidedAt.Sub(a.CreatedAt).Seconds()}))
 		}
 	}
@@ -329,7 +329,7 @@ func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, i
 		return store.Approval{}, fmt.Errorf("decide: verdict %q; want approve, edit or reject", d.Verdict)
 	}
 	p.Events = []store.Event{event(a.Step, now, "approval_decided", map[string]any{
-		"approval_id": a.ID, "tool": a.Tool, "status": p.Status, "by": d.By, "note": d.Note,
+		"approval_id": a.ID, "tool": a.Tool, "category": a.Category, "status": p.Status, "by": d.By, "note": d.Note,
 		"edited_args": p.EditedArgs, "decision_s": now.Sub(a.CreatedAt).Seconds()})}
 	return s.DecideApproval(ctx, p)
 }

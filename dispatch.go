@@ -89,8 +89,12 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 // back as an is_error result that teaches; only an unknown outcome or a lost
 // lease stops the step.
 func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block, error) {
-	x.emit("tool_call", map[string]any{"id": use.ID, "tool": use.Name, "args": use.Input})
 	tool, ok := x.agent.tools[use.Name]
+	call := map[string]any{"id": use.ID, "tool": use.Name, "args": use.Input}
+	if ok {
+		call["effect"] = tool.Effect
+	}
+	x.emit("tool_call", call)
 	if !ok {
 		return x.toolError(use, fmt.Sprintf("there is no tool named %q; available tools: %s",
 			use.Name, strings.Join(x.toolNames(), ", "))), nil
@@ -129,6 +133,7 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 			"would_have": fmt.Sprintf("called %s with %s", tool.Name, allArgs)})
 		return x.toolResult(use, out, false), nil
 	}
+	x.emit("intent", map[string]any{"tool": tool.Name, "key": key, "effect": tool.Effect})
 	intentEvents := x.takeEvents()
 	eff, existed, err := x.r.store.BeginEffect(ctx, store.BeginEffectParams{
 		Fence: x.fence(), Now: x.r.cfg.now(),

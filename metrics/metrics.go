@@ -59,8 +59,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		retries:        f("tool_retries_total", "Tool attempts retried after a transient failure.", "agent", "tool"),
 		breakerChanges: f("breaker_transitions_total", "Circuit breaker state changes.", "tool", "to"),
 		approvalsAsked: f("approvals_requested_total", "Approvals requested, by category.", "agent", "category"),
-		approvalsDecided: f("approvals_decided_total", "Approval decisions, by status (approved, edited, rejected, expired).",
-			"status"),
+		approvalsDecided: f("approvals_decided_total", "Approval decisions, by category and status (approved, edited, rejected, expired).",
+			"category", "status"),
 		escalations: f("escalations_total", "Runs stopped for a person, by reason.", "agent", "reason"),
 		takeovers:   f("lease_takeovers_total", "Runs resumed by a worker after another held them (epoch above 1).", "agent"),
 		loops:       f("loop_detections_total", "Loop detector firings, by action (replan, escalate).", "agent", "action"),
@@ -69,7 +69,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m.breakerOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "belay", Name: "breaker_open",
 		Help: "1 while a tool's circuit breaker is open or half-open, as last seen by this process."}, []string{"tool"})
 	m.decisionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "belay", Name: "approval_decision_seconds",
-		Help: "Time from an approval request to its decision.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"status"})
+		Help: "Time from an approval request to its decision.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"category", "status"})
 	m.checkpoint = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "belay", Name: "checkpoint_seconds",
 		Help: "Latency of fenced checkpoint writes.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"agent"})
 	reg.MustRegister(m.breakerOpen, m.decisionSeconds, m.checkpoint)
@@ -114,10 +114,10 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 	case "approval_requested":
 		m.approvalsAsked.WithLabelValues(run.Agent, str("category")).Inc()
 	case "approval_decided":
-		m.approvalsDecided.WithLabelValues(str("status")).Inc()
-		m.decisionSeconds.WithLabelValues(str("status")).Observe(num("decision_s"))
+		m.approvalsDecided.WithLabelValues(str("category"), str("status")).Inc()
+		m.decisionSeconds.WithLabelValues(str("category"), str("status")).Observe(num("decision_s"))
 	case "approval_expired":
-		m.approvalsDecided.WithLabelValues("expired").Inc()
+		m.approvalsDecided.WithLabelValues(str("category"), "expired").Inc()
 	case "claimed":
 		if num("epoch") > 1 {
 			m.takeovers.WithLabelValues(run.Agent).Inc()

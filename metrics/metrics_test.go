@@ -101,7 +101,7 @@ func TestMetricsAfterARun(t *testing.T) {
 		`belay_tool_calls_total{agent="support",outcome="ok",tool="lookup"}`:               2,
 		`belay_tool_calls_total{agent="support",outcome="error",tool="refund"}`:            1,
 		`belay_approvals_requested_total{agent="support",category="refund"}`:               1,
-		`belay_approvals_decided_total{status="rejected"}`:                                 1,
+		`belay_approvals_decided_total{category="refund",status="rejected"}`:               1,
 		`belay_escalations_total{agent="support",reason="unverified"}`:                     1,
 		`belay_runs_stopped_total{agent="support",reason="unverified",status="escalated"}`: 1,
 		`belay_runs{status="escalated"}`:                                                   1,

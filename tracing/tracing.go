@@ -52,11 +52,12 @@ func New(tp trace.TracerProvider, opts ...Option) *Exporter {
 
 // openStep is the step span of a run, open until its checkpoint or stop.
 type openStep struct {
-	ctx   context.Context
-	span  trace.Span
-	tools map[string]time.Time // tool_use id -> tool_call time
-	tries map[string]int       // tool name -> retries in this step
-	keys  map[string]string    // tool name -> idempotency key in this step
+	ctx     context.Context
+	span    trace.Span
+	tools   map[string]time.Time // tool_use id -> tool_call time
+	effects map[string]string    // tool_use id -> effect class
+	tries   map[string]int       // tool name -> retries in this step
+	keys    map[string]string    // tool name -> idempotency key in this step
 }
 
 // Checkpoint is not a span: checkpoint latency is a metric.
@@ -100,8 +101,11 @@ func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 		span.End(trace.WithTimestamp(ev.Time))
 	case "tool_call":
 		step.tools[str("id")] = ev.Time
+		step.effects[str("id")] = str("effect")
 	case "tool_retry":
 		step.tries[str("tool")]++
+	case "intent":
+		step.keys[str("tool")] = str("key")
 	case "effect_reused", "effect_unknown", "reconcile":
 		step.keys[str("tool")] = str("key")
 		step.span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(
@@ -120,6 +124,7 @@ func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 			attribute.String("gen_ai.operation.name", "execute_tool"),
 			attribute.String("gen_ai.tool.name", tool),
 			attribute.String("gen_ai.tool.call.id", str("id")),
+			attribute.String("belay.tool.effect", step.effects[str("id")]),
 			attribute.Int("belay.tool.attempts", step.tries[tool]+1),
 			attribute.String("belay.tool.outcome", outcome),
 			attribute.String("belay.idempotency_key", step.keys[tool]),
@@ -162,7 +167,8 @@ func (e *Exporter) openStep(run belay.ObservedRun, step int, at time.Time) *open
 		attribute.String("gen_ai.agent.name", run.Agent),
 		attribute.Int("belay.step", step),
 	))
-	s := &openStep{ctx: ctx, span: span, tools: map[string]time.Time{}, tries: map[string]int{}, keys: map[string]string{}}
+	s := &openStep{ctx: ctx, span: span, tools: map[string]time.Time{}, effects: map[string]string{},
+		tries: map[string]int{}, keys: map[string]string{}}
 	e.steps[run.ID] = s
 	return s
 }

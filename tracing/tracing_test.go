@@ -115,7 +115,8 @@ func TestSpanTreeOfASupportRun(t *testing.T) {
 			refund = s
 		}
 	}
-	if refund == nil || attr(refund, "belay.tool.outcome").AsString() != "ok" {
+	if refund == nil || attr(refund, "belay.tool.outcome").AsString() != "ok" || attr(refund, "belay.tool.effect").AsString() != "irreversible" ||
+		attr(refund, "belay.idempotency_key").AsString() == "" {
 		t.Fatalf("no successful issue_refund span")
 	}
 	approvals := 0
