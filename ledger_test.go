@@ -418,3 +418,59 @@ func TestCircuitBreakerOpensFailsFastAndCloses(t *testing.T) {
 		st.Close()
 	})
 }
+
+// A person answers the unknown outcome: applied, the run continues with the
+// given result and never calls again; not applied, it calls again once.
+func TestResolvedOutcomeContinuesTheRun(t *testing.T) {
+	t.Parallel()
+	for _, applied := range []bool{true, false} {
+		st := openStore(t)
+		p := &payments{loseNext: 1}
+		if !applied {
+			// The payment system lost the request itself: nothing landed.
+			p = &payments{}
+		}
+		lost := !applied
+		tool := refundTool(p, false)
+		call := tool.Call
+		tool.Call = func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			if lost {
+				lost = false
+				return nil, fmt.Errorf("connection reset: %w", ErrUnknownOutcome)
+			}
+			return call(ctx, args)
+		}
+		agent := &Agent{Name: "a", Model: scripted.New(
+			scripted.Reply{Calls: []scripted.Call{refundCall("CH-2", 29)}},
+			scripted.Reply{Text: "refunded"},
+		), Tools: []Tool{tool}}
+		rt := newRuntime(t, st, nil, agent)
+		run := startAndDrain(t, rt, RunRequest{Agent: "a", User: "u", Input: "refund"})
+		if run.StopReason != "unknown_outcome" {
+			t.Fatalf("run %s (%s)", run.Status, run.StopReason)
+		}
+		key := effectsOf(t, st, run.ID)[0].Key
+		ctx := context.Background()
+		if _, err := ResolveOutcome(ctx, st, "", run.ID, Outcome{Key: "nope", Applied: true}, "human:ops"); err == nil {
+			t.Error("an unknown key was accepted")
+		}
+		o := Outcome{Key: key, Applied: applied, Result: json.RawMessage(`{"refund_id":"R-found"}`)}
+		if _, err := ResolveOutcome(ctx, st, "", run.ID, o, "human:ops"); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		run, _ = st.GetRun(ctx, "", run.ID)
+		if run.Status != store.StatusDone || p.count() != 1 {
+			t.Errorf("applied=%v: run %s, %d refunds; want done and 1", applied, run.Status, p.count())
+		}
+		res := loadMessages(t, st, run.ID)[2].Content[0]
+		if applied && res.Content != `{"refund_id":"R-found"}` {
+			t.Errorf("applied: the model got %q, want the person's result", res.Content)
+		}
+		if !applied && !strings.Contains(res.Content, "refund_id") {
+			t.Errorf("not applied: the model got %q, want the new refund", res.Content)
+		}
+	}
+}

@@ -3,7 +3,9 @@ package belay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/belayrun/belay/store"
@@ -55,4 +57,60 @@ func resumeRun(ctx context.Context, s store.Store, now time.Time, tenant, runID 
 		return store.Run{}, fmt.Errorf("resume: %w", err)
 	}
 	return run, nil
+}
+
+// Outcome is a person's answer about a side effect whose outcome the run
+// could not find out: it landed (with what result), or it did not.
+type Outcome struct {
+	// Key is the effect's idempotency key, from the escalation packet.
+	Key string
+	// Applied says the effect happened downstream.
+	Applied bool
+	// Result is what the model is told the call returned when Applied;
+	// default {"ok":true}.
+	Result json.RawMessage
+}
+
+// ResolveOutcome records a person's answer for a run paused on an unknown
+// outcome and queues it. An applied effect is recorded done, so the run
+// continues with its result and never calls again; one that did not happen
+// is recorded failed, so the run calls it again under the same key. by
+// names who decided.
+func ResolveOutcome(ctx context.Context, s store.Store, tenant, runID string, o Outcome, by string) (store.Run, error) {
+	run, err := s.GetRun(ctx, tenant, runID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("resolve: %w", err)
+	}
+	if run.Status != store.StatusPaused || run.StopReason != "unknown_outcome" {
+		return store.Run{}, fmt.Errorf("resolve: run %s is %s (%s), not paused on an unknown outcome", runID, run.Status, run.StopReason)
+	}
+	effects, err := s.Effects(ctx, run.Tenant, runID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("resolve: %w", err)
+	}
+	i := slices.IndexFunc(effects, func(e store.Effect) bool { return e.Key == o.Key })
+	if i < 0 {
+		return store.Run{}, fmt.Errorf("resolve: run %s has no side effect with key %s (see its packet: belay show %s)", runID, o.Key, runID)
+	}
+	if st := effects[i].State; st != store.EffectPending && st != store.EffectUnknown {
+		return store.Run{}, fmt.Errorf("resolve: the side effect %s is %s, not unknown", o.Key, st)
+	}
+	u := store.EffectUpdate{Tenant: run.Tenant, Key: o.Key, State: store.EffectFailed,
+		Result: json.RawMessage(`{"ok":false,"error":"a person found that it did not happen"}`)}
+	if o.Applied {
+		u.State, u.Result = store.EffectDone, o.Result
+		if len(u.Result) == 0 {
+			u.Result = json.RawMessage(`{"ok":true}`)
+		}
+		if !json.Valid(u.Result) {
+			return store.Run{}, errors.New("resolve: the result is not valid JSON")
+		}
+	}
+	now := time.Now()
+	return s.ResumeRun(ctx, store.ResumeRunParams{
+		Tenant: run.Tenant, RunID: runID, Now: now, From: []store.Status{store.StatusPaused},
+		Effects: []store.EffectUpdate{u},
+		Events: []store.Event{event(run.Step, now, "outcome_resolved", map[string]any{
+			"key": o.Key, "tool": effects[i].Tool, "applied": o.Applied, "by": by})},
+	})
 }

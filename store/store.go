@@ -371,6 +371,10 @@ type ResumeRunParams struct {
 	From []Status
 	// Budget, if not nil, replaces the run's budget.
 	Budget json.RawMessage
+	// Effects are settled in the same transaction: a person's answer to an
+	// outcome the run could not find out. A key never begun fails it all
+	// with ErrNotFound.
+	Effects []EffectUpdate
 	// Events are appended in the same transaction.
 	Events []Event
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -121,4 +122,44 @@ func decider(as string) string {
 		return "human:" + name
 	}
 	return "human:unknown"
+}
+
+// runResolve answers an unknown outcome for a paused run: the side effect
+// happened (with what result), or it did not.
+func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("resolve", stderr)
+	db := dbFlag(fs)
+	applied := fs.Bool("applied", false, "the side effect happened downstream (its result: --result)")
+	notApplied := fs.Bool("not-applied", false, "the side effect did not happen: the run calls it again under the same key")
+	result := fs.String("result", "", "with --applied, what the call returned, as JSON (default {\"ok\":true})")
+	as := fs.String("as", "", "who decides, recorded in the trace (default: human:$USER)")
+	usage := "usage: belay resolve RUN KEY --applied [--result JSON] | --not-applied [--as NAME] [--db PATH]"
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			pos, args = append(pos, args[0]), args[1:]
+		}
+	}
+	if len(pos) != 2 || *applied == *notApplied {
+		return usageError{usage}
+	}
+	st, err := db.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	o := belay.Outcome{Key: pos[1], Applied: *applied}
+	if *result != "" {
+		o.Result = json.RawMessage(*result)
+	}
+	run, err := belay.ResolveOutcome(ctx, st, "", pos[0], o, decider(*as))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run %s is %s: the next worker continues it\n", run.ID, run.Status)
+	return nil
 }

@@ -96,6 +96,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 			run, err = scanRun(row)
 			return err
 		})
+		queueSettles(b, p.Now, p.Effects)
 		queueEvents(b, p.RunID, p.Events)
 		b.Queue(runWakeupSQL, pgx.StrictNamedArgs{"id": p.RunID})
 		return tx.SendBatch(ctx, b).Close()

@@ -94,6 +94,9 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 		if err != nil {
 			return err
 		}
+		if err := settleEffects(ctx, tx, p.Now, p.Effects); err != nil {
+			return err
+		}
 		return insertEvents(ctx, tx, p.RunID, p.Events)
 	})
 	if err != nil {

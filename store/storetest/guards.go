@@ -140,3 +140,38 @@ func testKillSwitch(t *testing.T, s store.Store) {
 		t.Errorf("after release claimed %v, want both %s and %s", mine, queued.ID, paused.ID)
 	}
 }
+
+// A person answers an unknown outcome as the run resumes: the settlement and
+// the requeue are one transaction.
+func testResumeSettlesEffects(t *testing.T, s store.Store) {
+	r := newRun(t, s, store.CreateRunParams{})
+	claimed := claimRun(t, s, r.ID, "w1", t0, time.Hour)
+	key := uniq("key")
+	beginEffect(t, s, store.BeginEffectParams{Fence: fence(claimed), Now: t0, Effect: intent(r, key, "h")})
+	u := update(claimed)
+	u.Status, u.StopReason, u.LeaseExpires = store.StatusPaused, "unknown_outcome", time.Time{}
+	checkpoint(t, s, store.CheckpointParams{Fence: fence(claimed), Now: t0, Run: u,
+		Effects: []store.EffectUpdate{{Tenant: r.Tenant, Key: key, State: store.EffectUnknown}}})
+
+	from := []store.Status{store.StatusPaused}
+	_, err := s.ResumeRun(t.Context(), store.ResumeRunParams{Tenant: r.Tenant, RunID: r.ID, Now: t0, From: from,
+		Effects: []store.EffectUpdate{{Tenant: r.Tenant, Key: uniq("never-begun"), State: store.EffectDone}}})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("resume settling a key never begun: %v, want ErrNotFound", err)
+	}
+	if got := getRun(t, s, r.ID); got.Status != store.StatusPaused {
+		t.Fatalf("a failed resume left the run %s", got.Status)
+	}
+	result := json.RawMessage(`{"refund_id":"RF-7","found_by":"human:ops"}`)
+	if _, err := s.ResumeRun(t.Context(), store.ResumeRunParams{Tenant: r.Tenant, RunID: r.ID, Now: t0.Add(time.Minute), From: from,
+		Effects: []store.EffectUpdate{{Tenant: r.Tenant, Key: key, State: store.EffectDone, Result: result}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := effects(t, s, r.Tenant, r.ID)
+	if len(got) != 1 || got[0].State != store.EffectDone || string(got[0].Result) != string(result) {
+		t.Errorf("effect after the resume: %+v", got)
+	}
+	if run := getRun(t, s, r.ID); run.Status != store.StatusQueued {
+		t.Errorf("run %s after the resume, want queued", run.Status)
+	}
+}

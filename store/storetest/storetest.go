@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"BudgetAndEscalation", testBudgetAndEscalation},
 		{"OutboxWithCheckpoint", testOutboxWithCheckpoint},
 		{"ResumeRun", testResumeRun},
+		{"ResumeSettlesEffects", testResumeSettlesEffects},
 		{"KillSwitch", testKillSwitch},
 		{"ApprovalsPersistAndReplay", testApprovalsPersistAndReplay},
 		{"DecideApproval", testDecideApproval},
