@@ -85,7 +85,9 @@ func TestResolveCommand(t *testing.T) {
 	lost := belay.Tool{Name: "send", Effect: belay.Write, Call: func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		return nil, belay.ErrUnknownOutcome
 	}}
-	allow := func(context.Context, belay.PolicyCall) (belay.Decision, error) { return belay.Decision{Verdict: belay.Allow}, nil }
+	allow := func(context.Context, belay.PolicyCall) (belay.Decision, error) {
+		return belay.Decision{Verdict: belay.Allow}, nil
+	}
 	agent := &belay.Agent{Name: "a", Tools: []belay.Tool{lost}, Policy: allow, PolicyVersion: "allow",
 		Model: scripted.New(scripted.Reply{Calls: []scripted.Call{{Name: "send"}}}, scripted.Reply{Text: "sent"})}
 	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}})
