@@ -74,10 +74,12 @@ type Approval struct {
 	PolicyVersion string
 	// Binding is the hash of (tenant, run, tool, canonical arguments, policy
 	// version, expiry) a decision must name.
-	Binding   string
-	Status    ApprovalStatus
-	ExpiresAt time.Time
-	CreatedAt time.Time
+	Binding string
+	// SelfApproval says the policy lets the run's requester decide it.
+	SelfApproval bool
+	Status       ApprovalStatus
+	ExpiresAt    time.Time
+	CreatedAt    time.Time
 	// EditedArgs and EditedHash are what an editor approved instead; the
 	// original arguments are kept.
 	EditedArgs json.RawMessage
@@ -146,6 +148,10 @@ type Run struct {
 	AgentVersion    string
 	Input           string
 	DryRun          bool
+	// RequestedBy names who asked for the run (the identity of the API key
+	// that started it); a requester may not approve the run's own actions
+	// unless the policy allows it.
+	RequestedBy string
 
 	Status Status
 	// Step counts completed steps (checkpoints after tool results).
@@ -273,6 +279,7 @@ type CreateRunParams struct {
 	AgentVersion    string
 	Input           string
 	DryRun          bool
+	RequestedBy     string
 	Budget          json.RawMessage
 	Now             time.Time
 	// Events are appended with the run, in the same transaction.
