@@ -50,6 +50,7 @@ func queueApprovals(b *pgx.Batch, runID string, now time.Time, as []store.Approv
 			"summary":        a.Summary,
 			"policy_version": a.PolicyVersion,
 			"binding":        a.Binding,
+			"self_approval":  a.SelfApproval,
 			"expires_at":     nanos(a.ExpiresAt),
 			"now":            nanos(now),
 		})
@@ -221,7 +222,7 @@ func scanApproval(row pgx.Row) (store.Approval, error) {
 		expires, created, decidedAt int64
 	)
 	err := row.Scan(&a.ID, &a.Tenant, &a.RunID, &a.Step, &a.ToolUseID, &a.Tool, (*[]byte)(&a.Args), &a.ArgsHash,
-		&a.Reason, &a.Category, &a.Summary, &a.PolicyVersion, &a.Binding, (*string)(&a.Status),
+		&a.Reason, &a.Category, &a.Summary, &a.PolicyVersion, &a.Binding, &a.SelfApproval, (*string)(&a.Status),
 		&expires, &created, (*[]byte)(&a.EditedArgs), &a.EditedHash, &a.DecidedBy, &decidedAt, &a.Note)
 	if err != nil {
 		return store.Approval{}, err

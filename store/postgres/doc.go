@@ -24,10 +24,12 @@
 //
 // # Tenants, roles and row-level security
 //
-// Every table carries the tenant of its run, and every key and reference
-// includes it: a message, event, effect, approval or notification cannot
-// sit in another tenant than its run. Run and approval ids alone are unique
-// across tenants, since workers and operators name them by id.
+// Every table carries a tenant, and every key and reference includes it: a
+// message, event, effect, approval, notification or delivery cannot sit in
+// another tenant than its run, nor a session or delivery in another tenant
+// than its key or webhook. Run, approval, API key and webhook ids alone are
+// unique across tenants, since workers, operators and the server name them
+// by id.
 //
 // Isolation is enforced by the database too, not only by WHERE clauses. Two
 // roles take part:
@@ -36,15 +38,21 @@
 //     its tables and owns them, so row-level security does not apply to it.
 //     The store uses it for work across tenants: workers claiming due runs,
 //     taking over, renewing leases, checkpointing, expiring approvals and
-//     reading a run's messages, events and notifications by run id, and
-//     operator tools passing the empty tenant, which means every tenant.
+//     reading a run's messages, events and notifications by run id; webhook
+//     senders fanning notifications out, claiming and settling deliveries;
+//     the server finding an API key by id and a console session by token
+//     hash, before it knows the tenant, and ending a session; and operator
+//     tools passing the empty tenant, which means every tenant.
 //   - The application role (Config.AppRole, "belay_app" by default) runs the
 //     requests of one tenant: creating a run, reading runs, effects,
 //     approvals and kill switches of a tenant, beginning an effect, resuming
-//     a run, deciding an approval, setting a tenant's kill switch. It cannot
+//     or canceling a run, deciding an approval, setting a tenant's kill
+//     switch, creating, listing and revoking API keys, creating sessions,
+//     creating, listing and disabling webhooks, listing deliveries. It cannot
 //     log in, owns nothing, has neither SUPERUSER nor BYPASSRLS, and may
 //     select, insert and update the tables (never delete: history is
-//     append-only). Open creates it if it does not exist, makes the owner a
+//     append-only, and an ended session or revoked key is marked, not
+//     removed). Open creates it if it does not exist, makes the owner a
 //     member, grants what is missing (tables a later migration adds too), and
 //     refuses a role that could escape the policies.
 //
@@ -89,7 +97,15 @@
 // Every write to a run's approvals (the checkpoint that asks, a decision, an
 // expiry) holds the run's row, so decisions on one run take turns and the
 // last one, seeing nothing pending, queues the run. Expirers lock with SKIP
-// LOCKED, so several may run at once.
+// LOCKED, so several may run at once. Canceling a run locks it too, rejects
+// its pending approvals and clears its lease owner, so the worker holding
+// the lease finds every later write fenced off.
+//
+// Webhook senders work the same way. ClaimDeliveries fans the undispatched
+// notifications out, one delivery per (notification, webhook) whatever
+// runs at once, and leases due deliveries with SKIP LOCKED, in one
+// transaction. The fan-out share-locks the webhooks it delivers to, so that
+// disabling one waits for it and then fails what it fanned out.
 //
 // # Wakeups
 //

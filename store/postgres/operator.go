@@ -75,13 +75,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 		status store.Status
 	)
 	b := s.txBatch(p.Tenant)
-	b.Queue(runLockSQL, pgx.StrictNamedArgs{"id": p.RunID, "tenant": p.Tenant}).QueryRow(func(row pgx.Row) error {
-		err := row.Scan((*string)(&status))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		return err
-	})
+	queueRunLock(b, p.Tenant, p.RunID, &status)
 	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
 		if !slices.Contains(p.From, status) {
 			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, status)
@@ -105,6 +99,18 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 		return store.Run{}, fmt.Errorf("resume run %s: %w", p.RunID, err)
 	}
 	return run, nil
+}
+
+// queueRunLock locks a run of a tenant ("" for any) until the transaction
+// ends and reads its status into *status, or fails with store.ErrNotFound.
+func queueRunLock(b *pgx.Batch, tenant, id string, status *store.Status) {
+	b.Queue(runLockSQL, pgx.StrictNamedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) error {
+		err := row.Scan((*string)(status))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return err
+	})
 }
 
 // SetKillSwitch engages or releases a kill switch, as its tenant (the

@@ -17,7 +17,7 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var _ store.AccessStore = (*Store)(nil)
 
 // Config configures a Store. The zero value is ready to use.
 type Config struct {

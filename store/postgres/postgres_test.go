@@ -174,6 +174,13 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestAccessConformance(t *testing.T) {
+	needDB(t)
+	storetest.RunAccess(t, func(t *testing.T) store.AccessStore {
+		return openTest(t, Config{MaxConns: 3})
+	})
+}
+
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	if got := (Config{}).withDefaults(); got.Schema != "belay" || got.AppRole != "belay_app" || got.MaxConns != 0 {

@@ -14,7 +14,8 @@ import (
 )
 
 // tenantTables are the tables row-level security confines.
-var tenantTables = []string{"runs", "messages", "events", "effects", "outbox", "approvals", "kill_switches"}
+var tenantTables = []string{"runs", "messages", "events", "effects", "outbox", "approvals", "kill_switches",
+	"api_keys", "sessions", "webhooks", "deliveries"}
 
 // rlsFixture gives tenants a and b a run each with a row in every tenant
 // table.
@@ -48,6 +49,22 @@ func rlsFixture(t *testing.T, s *Store) {
 		if err := s.SetKillSwitch(ctx, store.KillSwitchParams{Tenant: tenant, Reason: "off", Now: t0}); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.CreateAPIKey(ctx, store.APIKey{ID: "key-" + tenant, Tenant: tenant, Name: "n",
+			Roles: []store.Role{store.RoleAdmin}, SecretHash: "h", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateSession(ctx, store.Session{TokenHash: "tok-" + tenant, KeyID: "key-" + tenant, Tenant: tenant,
+			CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateWebhook(ctx, store.Webhook{ID: "wh-" + tenant, Tenant: tenant, URL: "https://example.com/" + tenant,
+			Secret: "s", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Fans each tenant's notification out to its webhook.
+	if ds, err := s.ClaimDeliveries(ctx, store.ClaimDeliveriesParams{Owner: "sender", Now: t0, TTL: time.Minute, Limit: 10}); err != nil || len(ds) != 2 {
+		t.Fatalf("ClaimDeliveries: %d deliveries, %v; want 2", len(ds), err)
 	}
 }
 
@@ -103,6 +120,8 @@ func TestRowLevelSecurity(t *testing.T) {
 			"VALUES ('intruder', 'b', '', '', 'x', '', '', false, 'queued', 0, 0)",
 		"INSERT INTO events (tenant, run_id, step, type, ts) VALUES ('b', 'run-b', 0, 'forged', 0)",
 		"INSERT INTO kill_switches (tenant, engaged, reason, updated_at) VALUES ('', true, 'global', 0)",
+		"INSERT INTO api_keys (id, tenant, name, roles, secret_hash, created_at) VALUES ('forged', 'b', 'x', '{admin}', 'h', 0)",
+		"INSERT INTO webhooks (id, tenant, url, secret, kinds, created_at) VALUES ('forged', 'b', 'https://evil', 's', '{}', 0)",
 	} {
 		if _, err := tx.Exec(ctx, "SAVEPOINT s"); err != nil {
 			t.Fatal(err)
@@ -203,6 +222,38 @@ func TestStoreScope(t *testing.T) {
 	if !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("BeginEffect as a on b's run: %v, want ErrLeaseLost", err)
 	}
+
+	// Keys, sessions, webhooks and deliveries too.
+	if ks, err := s.APIKeys(ctx, "a"); err != nil || len(ks) != 1 || ks[0].ID != "key-a" {
+		t.Errorf("APIKeys as a: %v, %v; want [key-a]", keyIDs(ks), err)
+	}
+	if ws, err := s.Webhooks(ctx, "a"); err != nil || len(ws) != 1 || ws[0].ID != "wh-a" {
+		t.Errorf("Webhooks as a: %+v, %v; want wh-a alone", ws, err)
+	}
+	if ds, err := s.Deliveries(ctx, store.ListDeliveriesParams{Tenant: "a"}); err != nil || len(ds) != 1 || ds[0].Tenant != "a" {
+		t.Errorf("Deliveries as a: %+v, %v; want a's one", ds, err)
+	}
+	if err := s.RevokeAPIKey(ctx, "a", "key-b", t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RevokeAPIKey as a of b's key: %v, want ErrNotFound", err)
+	}
+	if err := s.DisableWebhook(ctx, "a", "wh-b", t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DisableWebhook as a of b's webhook: %v, want ErrNotFound", err)
+	}
+	if err := s.CreateSession(ctx, store.Session{TokenHash: "tok-forged", KeyID: "key-b", Tenant: "a", CreatedAt: t0,
+		ExpiresAt: t0.Add(time.Hour)}); err == nil {
+		t.Error("CreateSession as a under b's key: no error")
+	}
+	if _, err := s.CancelRun(ctx, store.CancelRunParams{Tenant: "a", RunID: "run-b", By: "x", Now: t0}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CancelRun as a of b's run: %v, want ErrNotFound", err)
+	}
+}
+
+func keyIDs(ks []store.APIKey) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.ID
+	}
+	return out
 }
 
 // The application role owns nothing and bypasses nothing.

@@ -53,6 +53,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		"agent_version":     p.AgentVersion,
 		"input":             p.Input,
 		"dry_run":           p.DryRun,
+		"requested_by":      p.RequestedBy,
 		"budget":            []byte(p.Budget),
 		"now":               nanos(p.Now),
 	}).QueryRow(func(row pgx.Row) error {
@@ -194,7 +195,7 @@ func scanRun(row pgx.Row) (store.Run, error) {
 		leaseExpires, resumeAfter, created, up int64
 	)
 	err := row.Scan(
-		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun,
+		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun, &r.RequestedBy,
 		(*string)(&r.Status), &r.Step, &r.Messages,
 		&r.InputTokens, &r.OutputTokens, &r.ModelCalls, &r.CostNanoUSD,
 		(*[]byte)(&r.Plan), (*[]byte)(&r.Guard),

@@ -42,6 +42,7 @@ func insertApprovals(ctx context.Context, tx *writeTx, runID string, now time.Ti
 			sql.Named("summary", a.Summary),
 			sql.Named("policy_version", a.PolicyVersion),
 			sql.Named("binding", a.Binding),
+			sql.Named("self_approval", a.SelfApproval),
 			sql.Named("expires_at", nanos(a.ExpiresAt)),
 			sql.Named("now", nanos(now)),
 		); err != nil {
@@ -197,7 +198,7 @@ func scanApproval(row scanner) (store.Approval, error) {
 		expires, created, decidedAt int64
 	)
 	err := row.Scan(&a.ID, &a.Tenant, &a.RunID, &a.Step, &a.ToolUseID, &a.Tool, (*[]byte)(&a.Args), &a.ArgsHash,
-		&a.Reason, &a.Category, &a.Summary, &a.PolicyVersion, &a.Binding, (*string)(&a.Status),
+		&a.Reason, &a.Category, &a.Summary, &a.PolicyVersion, &a.Binding, &a.SelfApproval, (*string)(&a.Status),
 		&expires, &created, (*[]byte)(&a.EditedArgs), &a.EditedHash, &a.DecidedBy, &decidedAt, &a.Note)
 	if err != nil {
 		return store.Approval{}, err

@@ -26,6 +26,10 @@ var (
 	killSwitchGetSQL string
 	//go:embed query/run_requeue_stopped.sql
 	runRequeueStoppedSQL string
+	//go:embed query/run_cancel.sql
+	runCancelSQL string
+	//go:embed query/approval_reject_run.sql
+	approvalRejectRunSQL string
 )
 
 func insertOutbox(ctx context.Context, tx *writeTx, runID string, now time.Time, msgs []store.OutboxMessage) error {
@@ -101,6 +105,50 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 	})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resume run %s: %w", p.RunID, err)
+	}
+	return run, nil
+}
+
+// CancelRun cancels a run that has not ended and rejects its pending
+// approvals. The run's lease is released, so the worker holding it finds its
+// next write refused.
+func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.Run, error) {
+	detail := p.Note
+	if detail == "" {
+		detail = "canceled by " + p.By
+	}
+	var run store.Run
+	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
+		cur, err := scanRun(tx.QueryRowContext(ctx, runGetSQL, sql.Named("id", p.RunID), sql.Named("tenant", p.Tenant)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if cur.Status.Terminal() {
+			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, cur.Status)
+		}
+		run, err = scanRun(tx.QueryRowContext(ctx, runCancelSQL,
+			sql.Named("id", p.RunID),
+			sql.Named("stop_detail", detail),
+			sql.Named("now", nanos(p.Now)),
+		))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, approvalRejectRunSQL,
+			sql.Named("run_id", p.RunID),
+			sql.Named("by", p.By),
+			sql.Named("note", p.Note),
+			sql.Named("now", nanos(p.Now)),
+		); err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, p.RunID, p.Events)
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("cancel run %s: %w", p.RunID, err)
 	}
 	return run, nil
 }

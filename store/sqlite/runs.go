@@ -66,6 +66,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 			sql.Named("agent_version", p.AgentVersion),
 			sql.Named("input", p.Input),
 			sql.Named("dry_run", p.DryRun),
+			sql.Named("requested_by", p.RequestedBy),
 			sql.Named("budget", []byte(p.Budget)),
 			sql.Named("now", nanos(p.Now)),
 		))
@@ -237,7 +238,7 @@ func scanRun(row scanner) (store.Run, error) {
 		leaseExpires, resumeAfter, created, up int64
 	)
 	err := row.Scan(
-		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun,
+		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun, &r.RequestedBy,
 		(*string)(&r.Status), &r.Step, &r.Messages,
 		&r.InputTokens, &r.OutputTokens, &r.ModelCalls, &r.CostNanoUSD,
 		(*[]byte)(&r.Plan), (*[]byte)(&r.Guard),

@@ -29,6 +29,12 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestAccessConformance(t *testing.T) {
+	storetest.RunAccess(t, func(t *testing.T) store.AccessStore {
+		return openTest(t, filepath.Join(t.TempDir(), "belay.db"))
+	})
+}
+
 func openTest(t testing.TB, path string) *Store {
 	t.Helper()
 	s, err := Open(t.Context(), path, Config{})
@@ -173,6 +179,47 @@ func TestReopen(t *testing.T) {
 	}
 	if got.ID != run.ID || !got.CreatedAt.Equal(run.CreatedAt) {
 		t.Errorf("run after reopen: %+v, want %+v", got, run)
+	}
+}
+
+// TestMigrateKeepsRows opens a database of schema 3 with a run, an approval
+// and an undelivered outbox message, as an older belay left it.
+func TestMigrateKeepsRows(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	db, err := sql.Open("sqlite", writerDSN(path, Config{}.withDefaults()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(t.Context(), db, path, mustMigrations(t)[:3]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`
+		INSERT INTO runs (id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, status, created_at, updated_at)
+		VALUES ('r1', 't', 'u', '', 'a', '', '', 0, 'waiting_approval', 1, 1);
+		INSERT INTO approvals (id, tenant, run_id, step, tool_use_id, tool, args, args_hash, reason, category, summary,
+			policy_version, binding, status, expires_at, created_at)
+		VALUES ('ap1', 't', 'r1', 1, 'toolu_1', 'reply', X'7B7D', 'h', 'r', 'c', 's', 'v', 'b', 'pending', 9, 1);
+		INSERT INTO outbox (tenant, run_id, kind, payload, created_at) VALUES ('t', 'r1', 'escalation', X'7B7D', 1);
+	`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openTest(t, path)
+	r, err := s.GetRun(t.Context(), "t", "r1")
+	if err != nil || r.RequestedBy != "" {
+		t.Errorf("run after migration: %+v, %v", r, err)
+	}
+	a, err := s.GetApproval(t.Context(), "t", "ap1")
+	if err != nil || a.SelfApproval || a.Status != store.ApprovalPending {
+		t.Errorf("approval after migration: %+v, %v", a, err)
+	}
+	ds, err := s.ClaimDeliveries(t.Context(), store.ClaimDeliveriesParams{Owner: "d", Now: t0, TTL: time.Minute, Limit: 10})
+	if err != nil || len(ds) != 0 {
+		t.Errorf("deliveries of a tenant without webhooks: %+v, %v", ds, err)
 	}
 }
 

@@ -260,6 +260,7 @@ var writeQueries = []string{
 	messageInsertSQL, eventInsertSQL,
 	effectGetSQL, effectInsertSQL, effectRetrySQL, effectRestartSQL, effectSettleSQL,
 	outboxInsertSQL,
+	deliveryFanOutSQL, outboxDispatchSQL, deliveryDueSQL, deliveryLeaseSQL, deliverySettleSQL,
 }
 
 // writeTx is the batch's transaction as a request sees it. Its statements

@@ -1,0 +1,210 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "embed"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/api_key_insert.sql
+	apiKeyInsertSQL string
+	//go:embed query/api_key_get.sql
+	apiKeyGetSQL string
+	//go:embed query/api_key_list.sql
+	apiKeyListSQL string
+	//go:embed query/api_key_revoke.sql
+	apiKeyRevokeSQL string
+	//go:embed query/session_insert.sql
+	sessionInsertSQL string
+	//go:embed query/session_get.sql
+	sessionGetSQL string
+	//go:embed query/session_end.sql
+	sessionEndSQL string
+	//go:embed query/session_end_key.sql
+	sessionEndKeySQL string
+	//go:embed query/run_cancel.sql
+	runCancelSQL string
+	//go:embed query/approval_reject_run.sql
+	approvalRejectRunSQL string
+)
+
+// CreateAPIKey inserts a key, as its tenant. An id that exists in any
+// tenant fails.
+func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
+	roles := make([]string, len(k.Roles))
+	for i, r := range k.Roles {
+		roles[i] = string(r)
+	}
+	b := s.batch(k.Tenant)
+	b.Queue(apiKeyInsertSQL, pgx.StrictNamedArgs{
+		"id":          k.ID,
+		"tenant":      k.Tenant,
+		"name":        k.Name,
+		"roles":       roles,
+		"secret_hash": k.SecretHash,
+		"created_at":  nanos(k.CreatedAt),
+		"revoked_at":  nanos(k.RevokedAt),
+	})
+	if err := s.send(ctx, b); err != nil {
+		return fmt.Errorf("create api key %s: %w", k.ID, err)
+	}
+	return nil
+}
+
+// APIKey returns a key by id in any tenant, as the owner: the server looks
+// it up before it knows the tenant.
+func (s *Store) APIKey(ctx context.Context, id string) (store.APIKey, error) {
+	k, err := scanAPIKey(s.pool.QueryRow(ctx, apiKeyGetSQL, pgx.StrictNamedArgs{"id": id}))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.APIKey{}, fmt.Errorf("api key %s: %w", id, err)
+	}
+	return k, nil
+}
+
+// APIKeys lists a tenant's keys in creation order, as the tenant. An empty
+// tenant matches any.
+func (s *Store) APIKeys(ctx context.Context, tenant string) ([]store.APIKey, error) {
+	var ks []store.APIKey
+	b := s.batch(tenant)
+	b.Queue(apiKeyListSQL, pgx.StrictNamedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) (err error) {
+		ks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.APIKey, error) { return scanAPIKey(row) })
+		return err
+	})
+	if err := s.send(ctx, b); err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	return ks, nil
+}
+
+// RevokeAPIKey revokes a key and ends its sessions, as the key's tenant, in
+// one implicit transaction.
+func (s *Store) RevokeAPIKey(ctx context.Context, tenant, id string, now time.Time) error {
+	b := s.batch(tenant)
+	b.Queue(apiKeyRevokeSQL, pgx.StrictNamedArgs{"id": id, "tenant": tenant, "now": nanos(now)})
+	b.Queue(sessionEndKeySQL, pgx.StrictNamedArgs{"key_id": id})
+	if err := s.send(ctx, b); err != nil {
+		return fmt.Errorf("revoke api key %s: %w", id, err)
+	}
+	return nil
+}
+
+// CreateSession inserts a session, as its tenant; its key must be of the
+// same tenant.
+func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
+	b := s.batch(sess.Tenant)
+	b.Queue(sessionInsertSQL, pgx.StrictNamedArgs{
+		"token_hash": sess.TokenHash,
+		"tenant":     sess.Tenant,
+		"key_id":     sess.KeyID,
+		"created_at": nanos(sess.CreatedAt),
+		"expires_at": nanos(sess.ExpiresAt),
+	})
+	if err := s.send(ctx, b); err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	return nil
+}
+
+// Session returns a live session by token hash, as the owner: the token is
+// all the server knows when it looks it up.
+func (s *Store) Session(ctx context.Context, tokenHash string, now time.Time) (store.Session, error) {
+	var (
+		sess             store.Session
+		created, expires int64
+	)
+	err := s.pool.QueryRow(ctx, sessionGetSQL, pgx.StrictNamedArgs{"token_hash": tokenHash, "now": nanos(now)}).
+		Scan(&sess.TokenHash, &sess.KeyID, &sess.Tenant, &created, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		// The hash stays out of the message: it stands for a credential.
+		return store.Session{}, fmt.Errorf("session: %w", err)
+	}
+	sess.CreatedAt, sess.ExpiresAt = fromNanos(created), fromNanos(expires)
+	return sess, nil
+}
+
+// EndSession ends a session, as the owner, since only its token is known.
+// The row is marked ended rather than deleted, as RevokeAPIKey marks the
+// sessions of a key: that one runs as the key's tenant, and the application
+// role never deletes.
+func (s *Store) EndSession(ctx context.Context, tokenHash string) error {
+	if _, err := s.pool.Exec(ctx, sessionEndSQL, pgx.StrictNamedArgs{"token_hash": tokenHash}); err != nil {
+		return fmt.Errorf("end session: %w", err)
+	}
+	return nil
+}
+
+// CancelRun ends a run that has not ended, as its tenant, in one
+// transaction: the run is locked, canceled and its lease let go, so that a
+// worker holding the lease finds every later write refused; its pending
+// approvals are rejected and the events appended.
+func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.Run, error) {
+	var (
+		run    store.Run
+		status store.Status
+	)
+	b := s.txBatch(p.Tenant)
+	queueRunLock(b, p.Tenant, p.RunID, &status)
+	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+		if status.Terminal() {
+			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, status)
+		}
+		detail := p.Note
+		if detail == "" {
+			detail = "canceled by " + p.By
+		}
+		b := &pgx.Batch{}
+		b.Queue(runCancelSQL, pgx.StrictNamedArgs{
+			"id":          p.RunID,
+			"tenant":      p.Tenant,
+			"stop_detail": detail,
+			"now":         nanos(p.Now),
+		}).QueryRow(func(row pgx.Row) (err error) {
+			run, err = scanRun(row)
+			return err
+		})
+		b.Queue(approvalRejectRunSQL, pgx.StrictNamedArgs{
+			"run_id": p.RunID,
+			"by":     p.By,
+			"note":   p.Note,
+			"now":    nanos(p.Now),
+		})
+		queueEvents(b, p.RunID, p.Events)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("cancel run %s: %w", p.RunID, err)
+	}
+	return run, nil
+}
+
+// scanAPIKey reads the columns every key query selects, in their order.
+func scanAPIKey(row pgx.Row) (store.APIKey, error) {
+	var (
+		k                store.APIKey
+		roles            []string
+		created, revoked int64
+	)
+	if err := row.Scan(&k.ID, &k.Tenant, &k.Name, &roles, &k.SecretHash, &created, &revoked); err != nil {
+		return store.APIKey{}, err
+	}
+	k.Roles = make([]store.Role, len(roles))
+	for i, r := range roles {
+		k.Roles[i] = store.Role(r)
+	}
+	k.CreatedAt, k.RevokedAt = fromNanos(created), fromNanos(revoked)
+	return k, nil
+}

@@ -1,0 +1,3 @@
+UPDATE sessions
+SET ended = true
+WHERE token_hash = @token_hash;

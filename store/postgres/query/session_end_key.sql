@@ -1,0 +1,3 @@
+UPDATE sessions
+SET ended = true
+WHERE key_id = @key_id AND NOT ended;

@@ -1,0 +1,4 @@
+SELECT id, tenant, url, secret, kinds, created_at, disabled_at
+FROM webhooks
+WHERE @tenant = '' OR tenant = @tenant
+ORDER BY created_at, seq;

@@ -1,0 +1,1 @@
+DELETE FROM sessions WHERE token_hash = @token_hash;

@@ -1,0 +1,1 @@
+DELETE FROM sessions WHERE key_id = @key_id;

@@ -1,0 +1,256 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "embed"
+
+	"github.com/belayrun/belay/store"
+)
+
+var (
+	//go:embed query/webhook_insert.sql
+	webhookInsertSQL string
+	//go:embed query/webhook_list.sql
+	webhookListSQL string
+	//go:embed query/webhook_disable.sql
+	webhookDisableSQL string
+	//go:embed query/delivery_fail_webhook.sql
+	deliveryFailWebhookSQL string
+	//go:embed query/delivery_fan_out.sql
+	deliveryFanOutSQL string
+	//go:embed query/outbox_dispatch.sql
+	outboxDispatchSQL string
+	//go:embed query/delivery_due.sql
+	deliveryDueSQL string
+	//go:embed query/delivery_lease.sql
+	deliveryLeaseSQL string
+	//go:embed query/delivery_settle.sql
+	deliverySettleSQL string
+	//go:embed query/delivery_list.sql
+	deliveryListSQL string
+)
+
+// fanOutBatch bounds the outbox messages one claim fans out, so that a
+// backlog does not hold the writer's transaction, and the checkpoints
+// sharing it, for long. The rest go out with the next claims.
+const fanOutBatch = 1000
+
+// CreateWebhook inserts an endpoint; an ID that exists fails.
+func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
+	kinds := w.Kinds
+	if kinds == nil {
+		kinds = []string{} // "[]", never "null": the fan-out matches on it
+	}
+	b, err := json.Marshal(kinds)
+	if err != nil {
+		return fmt.Errorf("create webhook %s: %w", w.ID, err)
+	}
+	err = s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		_, err := tx.ExecContext(ctx, webhookInsertSQL,
+			sql.Named("id", w.ID),
+			sql.Named("tenant", w.Tenant),
+			sql.Named("url", w.URL),
+			sql.Named("secret", w.Secret),
+			sql.Named("kinds", string(b)),
+			sql.Named("created_at", nanos(w.CreatedAt)),
+		)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create webhook %s: %w", w.ID, err)
+	}
+	return nil
+}
+
+// Webhooks lists a tenant's endpoints in creation order, disabled ones
+// included.
+func (s *Store) Webhooks(ctx context.Context, tenant string) ([]store.Webhook, error) {
+	rows, err := s.read.QueryContext(ctx, webhookListSQL, sql.Named("tenant", tenant))
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks: %w", err)
+	}
+	defer rows.Close()
+	var ws []store.Webhook
+	for rows.Next() {
+		var (
+			w                 store.Webhook
+			kinds             []byte
+			created, disabled int64
+		)
+		if err := rows.Scan(&w.ID, &w.Tenant, &w.URL, &w.Secret, &kinds, &created, &disabled); err != nil {
+			return nil, fmt.Errorf("list webhooks: %w", err)
+		}
+		if err := json.Unmarshal(kinds, &w.Kinds); err != nil {
+			return nil, fmt.Errorf("list webhooks: kinds of %s: %w", w.ID, err)
+		}
+		if len(w.Kinds) == 0 {
+			w.Kinds = nil
+		}
+		w.CreatedAt, w.DisabledAt = fromNanos(created), fromNanos(disabled)
+		ws = append(ws, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list webhooks: %w", err)
+	}
+	return ws, nil
+}
+
+// DisableWebhook stops deliveries to an endpoint of the tenant and fails
+// those still pending. The tenant must match exactly.
+func (s *Store) DisableWebhook(ctx context.Context, tenant, id string, now time.Time) error {
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		res, err := tx.ExecContext(ctx, webhookDisableSQL,
+			sql.Named("id", id),
+			sql.Named("tenant", tenant),
+			sql.Named("now", nanos(now)),
+		)
+		if err != nil {
+			return err
+		}
+		if err := mustFind(res); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, deliveryFailWebhookSQL, sql.Named("webhook_id", id))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("disable webhook %s: %w", id, err)
+	}
+	return nil
+}
+
+// ClaimDeliveries fans the oldest undispatched outbox messages out to the
+// webhooks enabled now, then leases up to Limit due deliveries, oldest
+// first. A message is fanned out once, to the webhooks enabled then.
+func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimDeliveriesParams) ([]store.Delivery, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	var ds []store.Delivery
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		ds = nil // a batch may run twice
+		if _, err := tx.ExecContext(ctx, deliveryFanOutSQL,
+			sql.Named("batch", fanOutBatch),
+			sql.Named("now", nanos(p.Now)),
+		); err != nil {
+			return fmt.Errorf("fan out: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, outboxDispatchSQL,
+			sql.Named("batch", fanOutBatch),
+			sql.Named("now", nanos(p.Now)),
+		); err != nil {
+			return fmt.Errorf("fan out: %w", err)
+		}
+		rows, err := tx.QueryContext(ctx, deliveryDueSQL,
+			sql.Named("now", nanos(p.Now)),
+			sql.Named("limit", p.Limit),
+		)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			d, err := scanDelivery(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			ds = append(ds, d)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for i := range ds {
+			if err := tx.QueryRowContext(ctx, deliveryLeaseSQL,
+				sql.Named("id", ds[i].ID),
+				sql.Named("owner", p.Owner),
+				sql.Named("expires", nanos(p.Now.Add(p.TTL))),
+			).Scan(&ds[i].Attempts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return ds, nil
+}
+
+// SettleDelivery records one attempt's outcome. A delivery no longer
+// pending, or leased to another owner, is left as it is.
+func (s *Store) SettleDelivery(ctx context.Context, p store.SettleDeliveryParams) error {
+	switch p.State {
+	case store.DeliveryPending, store.DeliveryDelivered, store.DeliveryFailed:
+	default:
+		return fmt.Errorf("settle delivery %s: state %q", p.ID, p.State)
+	}
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		_, err := tx.ExecContext(ctx, deliverySettleSQL,
+			sql.Named("id", p.ID),
+			sql.Named("owner", p.Owner),
+			sql.Named("state", string(p.State)),
+			sql.Named("next_attempt_at", nanos(p.NextAttemptAt)),
+			sql.Named("error", p.Error),
+			sql.Named("now", nanos(p.Now)),
+		)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("settle delivery %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// Deliveries lists deliveries in creation order. Zero fields of p do not
+// filter.
+func (s *Store) Deliveries(ctx context.Context, p store.ListDeliveriesParams) ([]store.Delivery, error) {
+	limit := int64(p.Limit)
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.read.QueryContext(ctx, deliveryListSQL,
+		sql.Named("tenant", p.Tenant),
+		sql.Named("webhook_id", p.WebhookID),
+		sql.Named("run_id", p.RunID),
+		sql.Named("limit", limit),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	defer rows.Close()
+	var ds []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list deliveries: %w", err)
+		}
+		ds = append(ds, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	return ds, nil
+}
+
+// scanDelivery reads the columns every delivery query selects, in their
+// order: the delivery joined with its message's payload and its webhook's
+// URL and secret.
+func scanDelivery(row scanner) (store.Delivery, error) {
+	var (
+		d                        store.Delivery
+		next, created, delivered int64
+	)
+	err := row.Scan(&d.ID, &d.Tenant, &d.WebhookID, &d.OutboxID, &d.RunID, &d.Kind, (*[]byte)(&d.Payload),
+		&d.URL, &d.Secret, (*string)(&d.State), &d.Attempts, &next, &d.LastError, &created, &delivered)
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	d.NextAttemptAt, d.CreatedAt, d.DeliveredAt = fromNanos(next), fromNanos(created), fromNanos(delivered)
+	return d, nil
+}
