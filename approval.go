@@ -126,7 +126,7 @@ func (x *execution) priorEffects(ctx context.Context) ([]PriorEffect, error) {
 func (x *execution) newApproval(use model.Block, hash string, d Decision) store.Approval {
 	tool := x.agent.tools[use.Name]
 	expires := x.r.cfg.now().Add(x.r.cfg.ApprovalTTL).UTC()
-	summary := fmt.Sprintf("%s with %s", tool.Name, compactJSON(use.Input))
+	summary := fmt.Sprintf("%s with %s", tool.Name, compactJSON(tool.redact(use.Input)))
 	if tool.Summarize != nil {
 		summary = tool.Summarize(use.Input)
 	}
@@ -140,6 +140,7 @@ func (x *execution) newApproval(use model.Block, hash string, d Decision) store.
 		Reason: d.Reason, Category: category, Summary: summary,
 		PolicyVersion: x.agent.PolicyVersion,
 		Binding:       binding(x.run.Tenant, x.run.ID, tool.Name, hash, x.agent.PolicyVersion, expires),
+		SelfApproval:  d.SelfApproval,
 		Status:        store.ApprovalPending, ExpiresAt: expires,
 	}
 }
@@ -148,7 +149,7 @@ func (x *execution) newApproval(use model.Block, hash string, d Decision) store.
 // lets go of the run: no goroutine, no memory is held while a person thinks.
 func (x *execution) awaitApproval(ctx context.Context, missing []store.Approval) error {
 	for _, a := range missing {
-		x.emit("approval_requested", map[string]any{"approval_id": a.ID, "tool": a.Tool, "args": a.Args,
+		x.emit("approval_requested", map[string]any{"approval_id": a.ID, "tool": a.Tool, "args": x.agent.tools[a.Tool].redact(a.Args),
 			"category": a.Category, "reason": a.Reason, "summary": a.Summary, "expires_at": a.ExpiresAt})
 		payload, _ := json.Marshal(map[string]any{"approval_id": a.ID, "run_id": a.RunID, "tenant": a.Tenant,
 			"tool": a.Tool, "summary": a.Summary, "reason": a.Reason, "category": a.Category,
@@ -204,7 +205,7 @@ func (x *execution) applyDecision(use model.Block, hash string, a store.Approval
 
 // refuse answers a call that was not executed, with its trace events.
 func (x *execution) refuse(use model.Block, msg string) model.Block {
-	x.emit("tool_call", map[string]any{"id": use.ID, "tool": use.Name, "args": use.Input})
+	x.emit("tool_call", map[string]any{"id": use.ID, "tool": use.Name, "args": x.agent.tools[use.Name].redact(use.Input)})
 	return x.toolError(use, msg)
 }
 
@@ -248,35 +249,45 @@ type ApprovalDecision struct {
 	EditedArgs json.RawMessage
 	// Note says why; it reaches the model on a rejection.
 	Note string
-	// By names who decided: "human:<id>" or "policy:<name>".
+	// By names who decided: "human:<id>" or "policy:<name>". A run's
+	// requester (RunRequest.RequestedBy) may not decide its approvals
+	// unless the policy's decision allows self-approval.
 	By string
+	// Binding, when set, must equal the approval's binding: a decision made
+	// on a card that has since changed (other arguments, policy or expiry)
+	// does nothing.
+	Binding string
 }
 
 // ErrApprovalNotFound is returned for an approval id unknown in the tenant.
 var ErrApprovalNotFound = errors.New("approval not found")
+
+// ErrInvalidEdit is returned when edited arguments are not a valid call of
+// the tool; the message says what is wrong.
+var ErrInvalidEdit = errors.New("edited arguments are not a valid call")
+
+// ErrSelfApproval is returned when the person who requested a run tries to
+// decide one of its approvals and the policy does not allow it.
+var ErrSelfApproval = errors.New("the requester of a run cannot decide its approvals")
 
 // DecideApproval records a decision on a pending approval of a store, for
 // tools that run no workers (the CLI). Runtime.Decide also checks edited
 // arguments against the tool's schema; here they are checked when the call
 // runs, and refused then if they do not fit.
 func DecideApproval(ctx context.Context, s store.Store, tenant, id string, d ApprovalDecision) (store.Approval, error) {
-	return decideApproval(ctx, s, time.Now(), tenant, id, d, nil)
+	return decideApproval(ctx, s, time.Now(), tenant, id, d, func(store.Run, string) *Tool { return nil })
 }
 
 // Decide records a decision on a pending approval. Edited arguments must fit
-// the tool's input schema. When the last pending decision of the run's turn
+// the tool's input schema; sensitive fields an editor left as Redacted keep
+// their original values. When the last pending decision of the run's turn
 // is taken, the run is queued and any worker executes the turn.
 func (r *Runtime) Decide(ctx context.Context, tenant, id string, d ApprovalDecision) (store.Approval, error) {
-	a, err := decideApproval(ctx, r.store, r.cfg.now(), tenant, id, d, func(run store.Run, tool string, args json.RawMessage) error {
-		agent, ok := r.agents[run.Agent]
-		if !ok {
-			return nil
+	a, err := decideApproval(ctx, r.store, r.cfg.now(), tenant, id, d, func(run store.Run, tool string) *Tool {
+		if agent, ok := r.agents[run.Agent]; ok {
+			return agent.tools[tool]
 		}
-		t, ok := agent.tools[tool]
-		if !ok {
-			return nil
-		}
-		return t.checkArgs(args)
+		return nil
 	})
 	if err == nil {
 		r.poke()
@@ -289,8 +300,10 @@ func (r *Runtime) Decide(ctx context.Context, tenant, id string, d ApprovalDecis
 	return a, err
 }
 
+// decideApproval checks a decision and records it. toolOf finds the tool of
+// the call, or nil where the caller does not know the agents.
 func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, id string, d ApprovalDecision,
-	checkEdit func(run store.Run, tool string, args json.RawMessage) error) (store.Approval, error) {
+	toolOf func(run store.Run, tool string) *Tool) (store.Approval, error) {
 	a, err := s.GetApproval(ctx, tenant, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Approval{}, fmt.Errorf("%w: %s", ErrApprovalNotFound, id)
@@ -301,6 +314,17 @@ func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, i
 	if d.By == "" {
 		return store.Approval{}, errors.New("decide: a decision records who took it (By: human:<id> or policy:<name>)")
 	}
+	run, err := s.GetRun(ctx, a.Tenant, a.RunID)
+	if err != nil {
+		return store.Approval{}, err
+	}
+	if run.RequestedBy != "" && run.RequestedBy == d.By && !a.SelfApproval {
+		return store.Approval{}, fmt.Errorf("%w: %s requested run %s; another approver decides %s", ErrSelfApproval, d.By, run.ID, a.ID)
+	}
+	if d.Binding != "" && d.Binding != a.Binding {
+		return store.Approval{}, fmt.Errorf("decide %s: %w", a.ID, store.ErrBindingMismatch)
+	}
+	tool := toolOf(run, a.Tool)
 	p := store.DecideParams{Tenant: a.Tenant, ID: a.ID, Binding: a.Binding, By: d.By, Note: d.Note, Now: now}
 	switch d.Verdict {
 	case "approve":
@@ -309,27 +333,29 @@ func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, i
 		p.Status = store.ApprovalRejected
 	case "edit":
 		if !json.Valid(d.EditedArgs) {
-			return store.Approval{}, errors.New("decide: edited arguments are not valid JSON")
+			return store.Approval{}, fmt.Errorf("decide: %w: they are not valid JSON", ErrInvalidEdit)
 		}
-		if checkEdit != nil {
-			run, err := s.GetRun(ctx, a.Tenant, a.RunID)
-			if err != nil {
-				return store.Approval{}, err
-			}
-			if err := checkEdit(run, a.Tool, d.EditedArgs); err != nil {
-				return store.Approval{}, fmt.Errorf("decide: %w", err)
+		edited := d.EditedArgs
+		if tool != nil {
+			edited = tool.restore(edited, a.Args)
+			if err := tool.checkArgs(edited); err != nil {
+				return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 			}
 		}
-		hash, err := argsHash(d.EditedArgs)
+		hash, err := argsHash(edited)
 		if err != nil {
-			return store.Approval{}, fmt.Errorf("decide: %w", err)
+			return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 		}
-		p.Status, p.EditedArgs, p.EditedHash = store.ApprovalEdited, d.EditedArgs, hash
+		p.Status, p.EditedArgs, p.EditedHash = store.ApprovalEdited, edited, hash
 	default:
 		return store.Approval{}, fmt.Errorf("decide: verdict %q; want approve, edit or reject", d.Verdict)
 	}
+	var shownEdit json.RawMessage
+	if p.EditedArgs != nil {
+		shownEdit = tool.redact(p.EditedArgs)
+	}
 	p.Events = []store.Event{event(a.Step, now, "approval_decided", map[string]any{
 		"approval_id": a.ID, "tool": a.Tool, "category": a.Category, "status": p.Status, "by": d.By, "note": d.Note,
-		"edited_args": p.EditedArgs, "decision_s": now.Sub(a.CreatedAt).Seconds()})}
+		"edited_args": shownEdit, "decision_s": now.Sub(a.CreatedAt).Seconds()})}
 	return s.DecideApproval(ctx, p)
 }

@@ -90,7 +90,7 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 // lease stops the step.
 func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block, error) {
 	tool, ok := x.agent.tools[use.Name]
-	call := map[string]any{"id": use.ID, "tool": use.Name, "args": use.Input}
+	call := map[string]any{"id": use.ID, "tool": use.Name, "args": tool.redact(use.Input)}
 	if ok {
 		call["effect"] = tool.Effect
 	}

@@ -108,7 +108,7 @@ func (x *execution) packet(ctx context.Context, status store.Status, reason, det
 					outcome = "error: " + preview(res.Content)
 				}
 			}
-			p.Tried = append(p.Tried, TriedCall{Step: step, Tool: use.Name, Args: use.Input, Outcome: outcome})
+			p.Tried = append(p.Tried, TriedCall{Step: step, Tool: use.Name, Args: x.agent.tools[use.Name].redact(use.Input), Outcome: outcome})
 		}
 		step++
 	}

@@ -114,3 +114,32 @@ func ResolveOutcome(ctx context.Context, s store.Store, tenant, runID string, o 
 			"key": o.Key, "tool": effects[i].Tool, "applied": o.Applied, "by": by})},
 	})
 }
+
+// ErrCancelUnsupported is returned by Cancel on a store that cannot cancel
+// runs.
+var ErrCancelUnsupported = errors.New("this store cannot cancel runs")
+
+// Cancel ends a run that has not ended: its pending approvals are rejected
+// with the note, and a worker holding it finds its next write refused and
+// lets go. A call already on its way to a tool is not recalled; its ledger
+// intent stays in the run's effects for a person to check. by names who
+// canceled, as "human:<id>".
+func (r *Runtime) Cancel(ctx context.Context, tenant, runID, by, note string) (store.Run, error) {
+	cs, ok := r.store.(interface {
+		CancelRun(context.Context, store.CancelRunParams) (store.Run, error)
+	})
+	if !ok {
+		return store.Run{}, ErrCancelUnsupported
+	}
+	run, err := r.store.GetRun(ctx, tenant, runID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("cancel: %w", err)
+	}
+	now := r.cfg.now()
+	run, err = cs.CancelRun(ctx, store.CancelRunParams{Tenant: tenant, RunID: runID, By: by, Note: note, Now: now,
+		Events: []store.Event{event(run.Step, now, "canceled", map[string]any{"by": by, "note": note, "was": run.Status})}})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("cancel: %w", err)
+	}
+	return run, nil
+}

@@ -26,6 +26,10 @@ type Decision struct {
 	Reason string `json:"reason,omitempty"`
 	// Category groups decisions for approval statistics: "refund_large".
 	Category string `json:"category,omitempty"`
+	// SelfApproval lets the person who requested the run decide this
+	// approval. By default a requester cannot approve their own run's
+	// actions.
+	SelfApproval bool `json:"self_approval,omitempty"`
 }
 
 // PolicyCall is what a policy sees of a tool call.

@@ -199,6 +199,9 @@ type RunRequest struct {
 	// Budget overrides the agent's budget field by field (zero fields keep
 	// the agent's).
 	Budget Budget
+	// RequestedBy names who asked for the run; they may not approve its
+	// actions unless the policy allows self-approval.
+	RequestedBy string
 }
 
 // StartRun creates a queued run, or returns the existing run of the same
@@ -226,7 +229,7 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 	id := newRunID(now)
 	run, created, err = r.store.CreateRun(ctx, store.CreateRunParams{
 		ID: id, Tenant: req.Tenant, User: req.User, ClientRequestID: req.ClientRequestID,
-		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, Budget: budget, Now: now,
+		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, RequestedBy: req.RequestedBy, Budget: budget, Now: now,
 		Events: []store.Event{event(0, now, "run_created", map[string]any{
 			"agent": a.Name, "version": a.Version, "user": req.User, "dry_run": req.DryRun})},
 	})
@@ -500,4 +503,10 @@ func TraceIDs(runID string, step int) (traceID [16]byte, stepSpanID [8]byte) {
 	s := sha256.Sum256([]byte(fmt.Sprintf("belay-step\x00%s\x00%d", runID, step)))
 	copy(stepSpanID[:], s[:8])
 	return traceID, stepSpanID
+}
+
+// Agent returns the registered agent of that name.
+func (r *Runtime) Agent(name string) (*Agent, bool) {
+	a, ok := r.agents[name]
+	return a, ok
 }

@@ -243,7 +243,7 @@ func (x *execution) think(ctx context.Context) error {
 	planChanged := x.plan.update(text)
 	calls := make([]map[string]any, 0)
 	for _, u := range model.ToolUses(resp.Content) {
-		calls = append(calls, map[string]any{"id": u.ID, "name": u.Name, "args": u.Input})
+		calls = append(calls, map[string]any{"id": u.ID, "name": u.Name, "args": x.agent.tools[u.Name].redact(u.Input)})
 	}
 	data := map[string]any{
 		"model": used.Name(), "thought": text, "tool_calls": calls,
@@ -363,6 +363,12 @@ func (x *execution) stopWith(ctx context.Context, status store.Status, reason, d
 		data["resume_after"] = x.run.ResumeAfter
 	}
 	x.emit("stop", data)
+	if status.Terminal() {
+		payload, _ := json.Marshal(map[string]any{"run_id": x.run.ID, "tenant": x.run.Tenant, "agent": x.run.Agent,
+			"user": x.run.User, "status": status, "reason": reason, "steps": x.run.Step,
+			"cost_usd": model.Nanodollars(x.run.CostNanoUSD).Dollars(), "final": preview(x.run.Final)})
+		x.outbox = append(x.outbox, store.OutboxMessage{Kind: "run_finished", Payload: payload})
+	}
 	if err := x.write(ctx, nil, withRelease()); err != nil {
 		return err
 	}

@@ -57,6 +57,11 @@ type Tool struct {
 	// idempotency key the tool passes on, so calling again under the same key
 	// cannot apply the effect twice.
 	HonorsKey bool
+	// Sensitive names the arguments whose values are secrets (a card number,
+	// a password): the model and the call see them, but traces, escalation
+	// packets, approval cards, API responses and logs show Redacted.
+	// Top-level fields of the arguments object.
+	Sensitive []string
 	// Timeout bounds one attempt. Default DefaultToolTimeout.
 	Timeout time.Duration
 	// Retry says how transient failures are retried. Zero fields take

@@ -32,7 +32,7 @@ const (
 
 var (
 	topFields  = []string{"name", "version", "default", "rules"}
-	ruleFields = []string{"name", "tool", "tools", "effect", "external", "field", "over", "above", "at_least", "below", "decision", "reason", "category"}
+	ruleFields = []string{"name", "tool", "tools", "effect", "external", "field", "over", "above", "at_least", "below", "decision", "reason", "category", "self_approval"}
 	overs      = []string{"call", "run"}
 	defaults   = []string{string(DefaultAllow), string(DefaultDeny), string(DefaultNeedsApproval), string(DefaultByEffect)}
 	verdicts   = []string{string(belay.Allow), string(belay.Deny), string(belay.NeedsApproval)}
@@ -81,6 +81,9 @@ type Rule struct {
 	// Category groups decisions for approval statistics; empty means the
 	// call's tool name.
 	Category string
+	// SelfApproval lets the person who requested the run decide its
+	// approval; by default a requester cannot approve their own run.
+	SelfApproval bool
 
 	above, atLeast, below *decimal
 }
@@ -184,6 +187,8 @@ func (d *decoder) rule(n ast.Node, path string) (Rule, bool) {
 			if b, ok := d.boolean(v, field); ok {
 				r.External = &b
 			}
+		case "self_approval":
+			r.SelfApproval, _ = d.boolean(v, field)
 		case "field":
 			r.Field, _ = d.str(v, field)
 		case "over":
@@ -298,7 +303,7 @@ func (f *File) Decide(call belay.PolicyCall) belay.Decision {
 			if category == "" {
 				category = call.Tool
 			}
-			return belay.Decision{Verdict: r.Decision, Reason: r.Reason, Category: category}
+			return belay.Decision{Verdict: r.Decision, Reason: r.Reason, Category: category, SelfApproval: r.SelfApproval}
 		}
 	}
 	switch f.def {
@@ -436,6 +441,7 @@ func (f *File) computeDigest() string {
 		Decision string   `json:"decision"`
 		Reason   string   `json:"reason"`
 		Category string   `json:"category,omitempty"`
+		Self     bool     `json:"self_approval,omitempty"`
 	}
 	key := func(d *decimal) string {
 		if d == nil {
@@ -453,7 +459,7 @@ func (f *File) computeDigest() string {
 		canon.Rules = append(canon.Rules, rule{
 			Name: r.Name, Tools: slices.Compact(tools), Effect: string(r.Effect), External: r.External,
 			Field: r.Field, Over: r.Over, Above: key(r.above), AtLeast: key(r.atLeast), Below: key(r.below),
-			Decision: string(r.Decision), Reason: r.Reason, Category: r.Category,
+			Decision: string(r.Decision), Reason: r.Reason, Category: r.Category, Self: r.SelfApproval,
 		})
 	}
 	b, err := json.Marshal(canon)
