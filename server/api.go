@@ -1,0 +1,854 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/store"
+)
+
+// apiHandler serves one authenticated API call.
+type apiHandler func(w http.ResponseWriter, r *http.Request, p Principal) error
+
+// api authenticates a request by its bearer key, checks that the key holds
+// one of roles and bounds the body before h runs.
+func (s *Server) api(h apiHandler, roles ...store.Role) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.bearer(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !p.Has(roles...) {
+			s.fail(w, r, &apiError{status: http.StatusForbidden, Code: "forbidden",
+				Message: fmt.Sprintf("this key's roles (%s) do not allow this; it needs one of: %s", joinRoles(p.Roles), joinRoles(roles))})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		if err := h(w, r, p); err != nil {
+			s.fail(w, r, err)
+		}
+	})
+}
+
+func joinRoles(rs []store.Role) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, string(r))
+	}
+	return strings.Join(out, ", ")
+}
+
+// fail answers with an error; internal ones are logged with what the client
+// does not see.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := classify(err)
+	if ae.status >= 500 {
+		s.cfg.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeError(w, ae)
+}
+
+var (
+	readers   = []store.Role{store.RoleOperator, store.RoleApprover}
+	operators = []store.Role{store.RoleOperator}
+	approvers = []store.Role{store.RoleApprover}
+	admins    = []store.Role{store.RoleAdmin}
+)
+
+func (s *Server) apiRoutes(mux *http.ServeMux) {
+	mux.Handle("POST /v1/runs", s.api(s.createRun, operators...))
+	mux.Handle("GET /v1/runs", s.api(s.listRuns, readers...))
+	mux.Handle("GET /v1/runs/{id}", s.api(s.getRun, readers...))
+	mux.Handle("GET /v1/runs/{id}/trace", s.api(s.getTrace, readers...))
+	mux.Handle("GET /v1/runs/{id}/effects", s.api(s.getEffects, readers...))
+	mux.Handle("GET /v1/runs/{id}/messages", s.api(s.getMessages, readers...))
+	mux.Handle("POST /v1/runs/{id}/cancel", s.api(s.cancelRun, operators...))
+	mux.Handle("GET /v1/approvals", s.api(s.listApprovals, approvers...))
+	mux.Handle("GET /v1/approvals/{id}", s.api(s.getApproval, approvers...))
+	mux.Handle("POST /v1/approvals/{id}/decision", s.api(s.decide, approvers...))
+	mux.Handle("GET /v1/stats/approvals", s.api(s.approvalStats, readers...))
+	mux.Handle("GET /v1/killswitch", s.api(s.getKillSwitch, admins...))
+	mux.Handle("PUT /v1/killswitch", s.api(s.putKillSwitch, admins...))
+	mux.Handle("GET /v1/keys", s.api(s.listKeys, admins...))
+	mux.Handle("POST /v1/keys", s.api(s.createKey, admins...))
+	mux.Handle("POST /v1/keys/{id}/revoke", s.api(s.revokeKey, admins...))
+	mux.Handle("GET /v1/webhooks", s.api(s.listWebhooks, admins...))
+	mux.Handle("POST /v1/webhooks", s.api(s.createWebhook, admins...))
+	mux.Handle("POST /v1/webhooks/{id}/disable", s.api(s.disableWebhook, admins...))
+	mux.Handle("GET /v1/webhooks/{id}/deliveries", s.api(s.listDeliveries, admins...))
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errNotFound("no such endpoint: "+r.Method+" "+r.URL.Path+"; see the README's API section"))
+	})
+}
+
+// decodeBody reads one JSON object into v: unknown fields, trailing data
+// and a wrong content type are refused.
+func decodeBody(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return &apiError{status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type",
+			Message: "send the body as JSON with Content-Type: application/json"}
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return errBadRequest("invalid_body", "the body is empty; send a JSON object")
+		}
+		return errBadRequest("invalid_body", "the body is not the JSON object this endpoint takes: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return errBadRequest("invalid_body", "the body has data after its JSON object; send one object")
+	}
+	return nil
+}
+
+// --- runs ---
+
+type runRequest struct {
+	Agent  string `json:"agent"`
+	User   string `json:"user"`
+	Input  string `json:"input"`
+	DryRun bool   `json:"dry_run,omitempty"`
+}
+
+var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,200}$`)
+
+const maxInput = 64 << 10
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request, p Principal) error {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return errBadRequest("idempotency_key_required", "send an Idempotency-Key header: one run per (user, key); a retry with the same key returns the same run")
+	}
+	if !idempotencyKeyPattern.MatchString(key) {
+		return errBadRequest("idempotency_key_malformed", "the Idempotency-Key must be 1-200 letters, digits or . _ : ~ -")
+	}
+	var req runRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	switch {
+	case req.Agent == "":
+		return errBadRequest("invalid_field", "agent is required")
+	case req.User == "" || len(req.User) > 200 || !utf8.ValidString(req.User):
+		return errBadRequest("invalid_field", "user is required: who the run acts for, at most 200 bytes")
+	case strings.TrimSpace(req.Input) == "":
+		return errBadRequest("invalid_field", "input is required: what the user asks")
+	case len(req.Input) > maxInput || !utf8.ValidString(req.Input):
+		return errBadRequest("invalid_field", "input must be UTF-8 text of at most %d bytes", maxInput)
+	}
+	if _, ok := s.rt.Agent(req.Agent); !ok {
+		return &apiError{status: http.StatusUnprocessableEntity, Code: "unknown_agent",
+			Message: fmt.Sprintf("no agent named %q is served here", req.Agent)}
+	}
+	// Two requests with one key at once: the second waits for nothing and
+	// learns the first is in flight. (Across servers the database's unique
+	// key makes them one run anyway.)
+	slot := p.Tenant + "\x00" + req.User + "\x00" + key
+	s.mu.Lock()
+	if s.inFlight[slot] {
+		s.mu.Unlock()
+		return &apiError{status: http.StatusConflict, Code: "request_in_flight",
+			Message: "a request with this Idempotency-Key is still being processed; retry in a moment"}
+	}
+	s.inFlight[slot] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.inFlight, slot)
+		s.mu.Unlock()
+	}()
+	if s.beforeCreate != nil {
+		s.beforeCreate()
+	}
+	run, created, err := s.rt.StartRun(r.Context(), belay.RunRequest{Agent: req.Agent, Tenant: p.Tenant, User: req.User,
+		ClientRequestID: key, Input: req.Input, DryRun: req.DryRun, RequestedBy: p.Identity()})
+	if err != nil {
+		return err
+	}
+	if !created {
+		if run.Agent != req.Agent || run.Input != req.Input || run.DryRun != req.DryRun {
+			return &apiError{status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
+				Message: "this Idempotency-Key was used for a different request; use a new key for a new run"}
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeJSON(w, http.StatusOK, s.runView(run))
+		return nil
+	}
+	w.Header().Set("Location", "/v1/runs/"+run.ID)
+	writeJSON(w, http.StatusCreated, s.runView(run))
+	return nil
+}
+
+// runView is a run as the API shows it.
+type runView struct {
+	ID           string          `json:"id"`
+	Agent        string          `json:"agent"`
+	AgentVersion string          `json:"agent_version"`
+	User         string          `json:"user"`
+	RequestedBy  string          `json:"requested_by,omitempty"`
+	Status       store.Status    `json:"status"`
+	Input        string          `json:"input"`
+	DryRun       bool            `json:"dry_run"`
+	Steps        int             `json:"steps"`
+	InputTokens  int64           `json:"input_tokens"`
+	OutputTokens int64           `json:"output_tokens"`
+	ModelCalls   int64           `json:"model_calls"`
+	CostUSD      float64         `json:"cost_usd"`
+	Plan         json.RawMessage `json:"plan,omitempty"`
+	StopReason   string          `json:"stop_reason,omitempty"`
+	StopDetail   string          `json:"stop_detail,omitempty"`
+	Final        string          `json:"final,omitempty"`
+	Escalation   json.RawMessage `json:"escalation,omitempty"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+}
+
+func (s *Server) runView(r store.Run) runView {
+	return runView{ID: r.ID, Agent: r.Agent, AgentVersion: r.AgentVersion, User: r.User, RequestedBy: r.RequestedBy,
+		Status: r.Status, Input: r.Input, DryRun: r.DryRun, Steps: r.Step, InputTokens: r.InputTokens,
+		OutputTokens: r.OutputTokens, ModelCalls: r.ModelCalls, CostUSD: model.Nanodollars(r.CostNanoUSD).Dollars(),
+		Plan: validJSON(r.Plan), StopReason: r.StopReason, StopDetail: r.StopDetail, Final: r.Final,
+		Escalation: validJSON(r.Escalation), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+func validJSON(b []byte) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return nil
+	}
+	return b
+}
+
+var statuses = []store.Status{store.StatusQueued, store.StatusRunning, store.StatusWaitingApproval, store.StatusPaused,
+	store.StatusDone, store.StatusFailed, store.StatusEscalated, store.StatusCanceled}
+
+func queryLimit(q url.Values, def, max int) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, errBadRequest("invalid_query", "limit must be a number from 1 to %d", max)
+	}
+	return n, nil
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) error {
+	q := r.URL.Query()
+	for k := range q {
+		if !slices.Contains([]string{"status", "agent", "since", "after", "limit"}, k) {
+			return errBadRequest("invalid_query", "unknown query parameter %q; filters are status, agent, since, after, limit", k)
+		}
+	}
+	params := store.ListRunsParams{Tenant: p.Tenant, Agent: q.Get("agent"), After: q.Get("after")}
+	if st := q.Get("status"); st != "" {
+		if !slices.Contains(statuses, store.Status(st)) {
+			return errBadRequest("invalid_query", "status %q: want one of queued, running, waiting_approval, paused, done, failed, escalated, canceled", st)
+		}
+		params.Status = store.Status(st)
+	}
+	if since := q.Get("since"); since != "" {
+		t, err := time.Parse(time.RFC3339, since)
+		if err != nil {
+			return errBadRequest("invalid_query", "since must be an RFC 3339 time, like 2026-11-30T08:00:00Z")
+		}
+		params.Since = t
+	}
+	limit, err := queryLimit(q, 50, 500)
+	if err != nil {
+		return err
+	}
+	// One more than the page tells whether there is a next page.
+	params.Limit = limit + 1
+	runs, err := s.st.ListRuns(r.Context(), params)
+	if err != nil {
+		return err
+	}
+	page := struct {
+		Runs []runView `json:"runs"`
+		Next string    `json:"next,omitempty"`
+	}{Runs: []runView{}}
+	if len(runs) > limit {
+		runs = runs[:limit]
+		page.Next = "/v1/runs?" + nextQuery(q, runs[limit-1].ID)
+	}
+	for _, run := range runs {
+		page.Runs = append(page.Runs, s.runView(run))
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func nextQuery(q url.Values, after string) string {
+	next := url.Values{}
+	for k, v := range q {
+		next[k] = v
+	}
+	next.Set("after", after)
+	return next.Encode()
+}
+
+// tenantRun returns a run of the principal's tenant; another tenant's run
+// is not found, exactly as a run that does not exist.
+func (s *Server) tenantRun(r *http.Request, p Principal) (store.Run, error) {
+	return s.st.GetRun(r.Context(), p.Tenant, r.PathValue("id"))
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, p Principal) error {
+	run, err := s.tenantRun(r, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.runView(run))
+	return nil
+}
+
+// getTrace streams the run's events as JSONL, one event a line.
+func (s *Server) getTrace(w http.ResponseWriter, r *http.Request, p Principal) error {
+	run, err := s.tenantRun(r, p)
+	if err != nil {
+		return err
+	}
+	events, err := s.st.Events(r.Context(), run.ID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	bw := bufio.NewWriterSize(w, 32<<10)
+	for _, e := range events {
+		line, err := store.TraceLine(e)
+		if err != nil {
+			// The head is sent; a bad row ends the stream where it is.
+			s.cfg.Logger.Error("trace line", "run", run.ID, "seq", e.Seq, "err", err)
+			break
+		}
+		bw.Write(line)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+type effectView struct {
+	Key       string            `json:"key"`
+	Tool      string            `json:"tool"`
+	State     store.EffectState `json:"state"`
+	Args      json.RawMessage   `json:"args"`
+	Result    json.RawMessage   `json:"result,omitempty"`
+	Step      int               `json:"step"`
+	Attempts  int               `json:"attempts"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+}
+
+func (s *Server) effectViews(run store.Run, effects []store.Effect) []effectView {
+	out := []effectView{}
+	for _, e := range effects {
+		out = append(out, effectView{Key: e.Key, Tool: e.Tool, State: e.State,
+			Args: s.rt.RedactArgs(run.Agent, e.Tool, validJSON(e.Args)), Result: validJSON(e.Result),
+			Step: e.Step, Attempts: e.Attempts, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt})
+	}
+	return out
+}
+
+func (s *Server) getEffects(w http.ResponseWriter, r *http.Request, p Principal) error {
+	run, err := s.tenantRun(r, p)
+	if err != nil {
+		return err
+	}
+	effects, err := s.st.Effects(r.Context(), p.Tenant, run.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"effects": s.effectViews(run, effects)})
+	return nil
+}
+
+type messageView struct {
+	Seq     int           `json:"seq"`
+	Step    int           `json:"step"`
+	Role    string        `json:"role"`
+	Content []model.Block `json:"content"`
+}
+
+// messages returns a run's conversation with sensitive arguments redacted.
+func (s *Server) messages(r *http.Request, run store.Run) ([]messageView, error) {
+	rows, err := s.st.Messages(r.Context(), run.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := []messageView{}
+	for _, m := range rows {
+		blocks, err := model.DecodeBlocks(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("message %d of run %s: %w", m.Seq, run.ID, err)
+		}
+		out = append(out, messageView{Seq: m.Seq, Step: m.Step, Role: m.Role, Content: s.rt.RedactBlocks(run.Agent, blocks)})
+	}
+	return out, nil
+}
+
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, p Principal) error {
+	run, err := s.tenantRun(r, p)
+	if err != nil {
+		return err
+	}
+	msgs, err := s.messages(r, run)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+	return nil
+}
+
+type noteRequest struct {
+	Note string `json:"note"`
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req noteRequest
+	if r.ContentLength != 0 {
+		if err := decodeBody(r, &req); err != nil {
+			return err
+		}
+	}
+	if len(req.Note) > 2000 {
+		return errBadRequest("invalid_field", "note is at most 2000 bytes")
+	}
+	run, err := s.rt.Cancel(r.Context(), p.Tenant, r.PathValue("id"), p.Identity(), req.Note)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.runView(run))
+	return nil
+}
+
+// --- approvals ---
+
+type approvalView struct {
+	ID            string               `json:"id"`
+	RunID         string               `json:"run_id"`
+	Step          int                  `json:"step"`
+	Tool          string               `json:"tool"`
+	Args          json.RawMessage      `json:"args"`
+	Summary       string               `json:"summary"`
+	Reason        string               `json:"reason"`
+	Category      string               `json:"category"`
+	PolicyVersion string               `json:"policy_version"`
+	Binding       string               `json:"binding"`
+	Status        store.ApprovalStatus `json:"status"`
+	ExpiresAt     time.Time            `json:"expires_at"`
+	CreatedAt     time.Time            `json:"created_at"`
+	EditedArgs    json.RawMessage      `json:"edited_args,omitempty"`
+	DecidedBy     string               `json:"decided_by,omitempty"`
+	DecidedAt     *time.Time           `json:"decided_at,omitempty"`
+	Note          string               `json:"note,omitempty"`
+}
+
+// approvalView shows an approval with the sensitive arguments of its tool
+// redacted; agent is the agent of its run.
+func (s *Server) approvalView(a store.Approval, agent string) approvalView {
+	v := approvalView{ID: a.ID, RunID: a.RunID, Step: a.Step, Tool: a.Tool, Args: s.rt.RedactArgs(agent, a.Tool, a.Args),
+		Summary: a.Summary, Reason: a.Reason, Category: a.Category, PolicyVersion: a.PolicyVersion, Binding: a.Binding,
+		Status: a.Status, ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt, DecidedBy: a.DecidedBy, Note: a.Note}
+	if len(a.EditedArgs) > 0 {
+		v.EditedArgs = s.rt.RedactArgs(agent, a.Tool, a.EditedArgs)
+	}
+	if !a.DecidedAt.IsZero() {
+		t := a.DecidedAt
+		v.DecidedAt = &t
+	}
+	return v
+}
+
+// agentsOf finds the agent of each approval's run, one read per run.
+func (s *Server) agentsOf(r *http.Request, tenant string, as []store.Approval) (map[string]string, error) {
+	agents := map[string]string{}
+	for _, a := range as {
+		if _, ok := agents[a.RunID]; ok {
+			continue
+		}
+		run, err := s.st.GetRun(r.Context(), tenant, a.RunID)
+		if err != nil {
+			return nil, err
+		}
+		agents[a.RunID] = run.Agent
+	}
+	return agents, nil
+}
+
+var approvalStatuses = []store.ApprovalStatus{store.ApprovalPending, store.ApprovalApproved, store.ApprovalEdited,
+	store.ApprovalRejected, store.ApprovalExpired}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Principal) error {
+	q := r.URL.Query()
+	for k := range q {
+		if !slices.Contains([]string{"status", "run", "limit"}, k) {
+			return errBadRequest("invalid_query", "unknown query parameter %q; filters are status, run, limit", k)
+		}
+	}
+	params := store.ListApprovalsParams{Tenant: p.Tenant, RunID: q.Get("run")}
+	if st := q.Get("status"); st != "" {
+		if !slices.Contains(approvalStatuses, store.ApprovalStatus(st)) {
+			return errBadRequest("invalid_query", "status %q: want pending, approved, edited, rejected or expired", st)
+		}
+		params.Status = store.ApprovalStatus(st)
+	}
+	limit, err := queryLimit(q, 100, 1000)
+	if err != nil {
+		return err
+	}
+	params.Limit = limit
+	as, err := s.st.Approvals(r.Context(), params)
+	if err != nil {
+		return err
+	}
+	agents, err := s.agentsOf(r, p.Tenant, as)
+	if err != nil {
+		return err
+	}
+	out := []approvalView{}
+	for _, a := range as {
+		out = append(out, s.approvalView(a, agents[a.RunID]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+	return nil
+}
+
+func (s *Server) tenantApproval(r *http.Request, p Principal) (store.Approval, string, error) {
+	a, err := s.st.GetApproval(r.Context(), p.Tenant, r.PathValue("id"))
+	if err != nil {
+		return store.Approval{}, "", err
+	}
+	run, err := s.st.GetRun(r.Context(), p.Tenant, a.RunID)
+	if err != nil {
+		return store.Approval{}, "", err
+	}
+	return a, run.Agent, nil
+}
+
+func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, p Principal) error {
+	a, agent, err := s.tenantApproval(r, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.approvalView(a, agent))
+	return nil
+}
+
+type decisionRequest struct {
+	Decision  string          `json:"decision"`
+	Binding   string          `json:"binding"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Note      string          `json:"note,omitempty"`
+}
+
+// validate checks a decision before anything is read or written.
+func (d decisionRequest) validate() error {
+	switch d.Decision {
+	case "approve", "reject", "edit":
+	default:
+		return errBadRequest("invalid_field", "decision must be approve, edit or reject")
+	}
+	if d.Binding == "" {
+		return errBadRequest("invalid_field", "binding is required: copy it from the approval you decide, so the decision holds only for what you saw")
+	}
+	if len(d.Note) > 2000 {
+		return errBadRequest("invalid_field", "note is at most 2000 bytes")
+	}
+	if d.Decision == "reject" && strings.TrimSpace(d.Note) == "" {
+		return errBadRequest("invalid_field", "a rejection needs a note saying why; the agent reads it")
+	}
+	edit := len(bytes.TrimSpace(d.Arguments)) > 0 && !bytes.Equal(bytes.TrimSpace(d.Arguments), []byte("null"))
+	if d.Decision == "edit" && (!edit || bytes.TrimSpace(d.Arguments)[0] != '{') {
+		return errBadRequest("invalid_field", "an edit needs arguments: the JSON object the call should run with")
+	}
+	if d.Decision != "edit" && edit {
+		return errBadRequest("invalid_field", "arguments are only for an edit")
+	}
+	return nil
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req decisionRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	a, agent, err := s.applyDecision(r, p, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.approvalView(a, agent))
+	return nil
+}
+
+// applyDecision records a decision of the principal on an approval of its
+// tenant; the API and the console both decide through it.
+func (s *Server) applyDecision(r *http.Request, p Principal, req decisionRequest) (store.Approval, string, error) {
+	a, agent, err := s.tenantApproval(r, p)
+	if err != nil {
+		return store.Approval{}, "", err
+	}
+	decided, err := s.rt.Decide(r.Context(), p.Tenant, a.ID, belay.ApprovalDecision{Verdict: req.Decision,
+		EditedArgs: req.Arguments, Note: req.Note, By: p.Identity(), Binding: req.Binding})
+	if errors.Is(err, belay.ErrInvalidEdit) {
+		return store.Approval{}, "", &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",
+			Message: strings.TrimPrefix(err.Error(), "decide: ")}
+	}
+	if err != nil {
+		return store.Approval{}, "", err
+	}
+	return decided, agent, nil
+}
+
+func (s *Server) approvalStats(w http.ResponseWriter, r *http.Request, p Principal) error {
+	stats, err := belay.ApprovalStats(r.Context(), s.st, p.Tenant)
+	if err != nil {
+		return err
+	}
+	if stats == nil {
+		stats = []belay.CategoryStats{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"categories": stats})
+	return nil
+}
+
+// --- kill switch ---
+
+type killSwitchView struct {
+	Engaged bool   `json:"engaged"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+func (s *Server) getKillSwitch(w http.ResponseWriter, r *http.Request, p Principal) error {
+	engaged, reason, err := s.st.KillSwitch(r.Context(), p.Tenant)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, killSwitchView{Engaged: engaged, Reason: reason})
+	return nil
+}
+
+func (s *Server) putKillSwitch(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req struct {
+		Engaged *bool  `json:"engaged"`
+		Reason  string `json:"reason"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if req.Engaged == nil {
+		return errBadRequest("invalid_field", "engaged is required: true stops model calls for this tenant, false releases")
+	}
+	if *req.Engaged && strings.TrimSpace(req.Reason) == "" {
+		return errBadRequest("invalid_field", "engaging the kill switch needs a reason; it is shown on every paused run")
+	}
+	if len(req.Reason) > 500 {
+		return errBadRequest("invalid_field", "reason is at most 500 bytes")
+	}
+	reason := req.Reason
+	if *req.Engaged {
+		reason += " (by " + p.Identity() + ")"
+	}
+	if err := s.rt.SetKillSwitch(r.Context(), p.Tenant, *req.Engaged, reason); err != nil {
+		return err
+	}
+	return s.getKillSwitch(w, r, p)
+}
+
+// --- keys ---
+
+type keyView struct {
+	ID        string       `json:"id"`
+	Name      string       `json:"name,omitempty"`
+	Roles     []store.Role `json:"roles"`
+	CreatedAt time.Time    `json:"created_at"`
+	RevokedAt *time.Time   `json:"revoked_at,omitempty"`
+	// Key is the whole key, shown once, when it is created.
+	Key string `json:"key,omitempty"`
+}
+
+func viewKey(k store.APIKey) keyView {
+	v := keyView{ID: k.ID, Name: k.Name, Roles: k.Roles, CreatedAt: k.CreatedAt}
+	if !k.RevokedAt.IsZero() {
+		t := k.RevokedAt
+		v.RevokedAt = &t
+	}
+	return v
+}
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p Principal) error {
+	keys, err := s.st.APIKeys(r.Context(), p.Tenant)
+	if err != nil {
+		return err
+	}
+	out := []keyView{}
+	for _, k := range keys {
+		out = append(out, viewKey(k))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keys": out})
+	return nil
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req struct {
+		Name  string       `json:"name"`
+		Roles []store.Role `json:"roles"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	nk, err := CreateKey(r.Context(), s.st, p.Tenant, req.Name, req.Roles, s.cfg.now())
+	if err != nil {
+		return err
+	}
+	v := viewKey(nk.Key)
+	v.Key = nk.Secret
+	writeJSON(w, http.StatusCreated, v)
+	return nil
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p Principal) error {
+	id := r.PathValue("id")
+	if err := s.st.RevokeAPIKey(r.Context(), p.Tenant, id, s.cfg.now()); err != nil {
+		return err
+	}
+	k, err := s.st.APIKey(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewKey(k))
+	return nil
+}
+
+// --- webhooks ---
+
+var outboxKinds = []string{"approval_requested", "escalation", "run_finished"}
+
+type webhookView struct {
+	ID         string     `json:"id"`
+	URL        string     `json:"url"`
+	Kinds      []string   `json:"kinds"`
+	CreatedAt  time.Time  `json:"created_at"`
+	DisabledAt *time.Time `json:"disabled_at,omitempty"`
+	// Secret signs deliveries; shown once, when the webhook is created.
+	Secret string `json:"secret,omitempty"`
+}
+
+func viewWebhook(h store.Webhook) webhookView {
+	v := webhookView{ID: h.ID, URL: h.URL, Kinds: h.Kinds, CreatedAt: h.CreatedAt}
+	if v.Kinds == nil {
+		v.Kinds = []string{}
+	}
+	if !h.DisabledAt.IsZero() {
+		t := h.DisabledAt
+		v.DisabledAt = &t
+	}
+	return v
+}
+
+// CreateWebhook registers an endpoint for a tenant's notifications and
+// returns it with its signing secret, which is shown once.
+func CreateWebhook(ctx context.Context, st store.AccessStore, tenant, rawURL string, kinds []string, now time.Time) (store.Webhook, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		return store.Webhook{}, errBadRequest("invalid_field", "url must be an absolute http or https URL without credentials")
+	}
+	for _, k := range kinds {
+		if !slices.Contains(outboxKinds, k) {
+			return store.Webhook{}, errBadRequest("invalid_field", "kind %q: want %s", k, strings.Join(outboxKinds, ", "))
+		}
+	}
+	h := store.Webhook{ID: "wh_" + randomHex(8), Tenant: tenant, URL: u.String(), Secret: "whsec_" + randomHex(32),
+		Kinds: slices.Compact(slices.Sorted(slices.Values(kinds))), CreatedAt: now.UTC()}
+	if err := st.CreateWebhook(ctx, h); err != nil {
+		return store.Webhook{}, err
+	}
+	return h, nil
+}
+
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req struct {
+		URL   string   `json:"url"`
+		Kinds []string `json:"kinds"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	h, err := CreateWebhook(r.Context(), s.st, p.Tenant, req.URL, req.Kinds, s.cfg.now())
+	if err != nil {
+		return err
+	}
+	v := viewWebhook(h)
+	v.Secret = h.Secret
+	writeJSON(w, http.StatusCreated, v)
+	return nil
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, p Principal) error {
+	hooks, err := s.st.Webhooks(r.Context(), p.Tenant)
+	if err != nil {
+		return err
+	}
+	out := []webhookView{}
+	for _, h := range hooks {
+		out = append(out, viewWebhook(h))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"webhooks": out})
+	return nil
+}
+
+func (s *Server) disableWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+	if err := s.st.DisableWebhook(r.Context(), p.Tenant, r.PathValue("id"), s.cfg.now()); err != nil {
+		return err
+	}
+	return s.listWebhooks(w, r, p)
+}
+
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p Principal) error {
+	ds, err := s.st.Deliveries(r.Context(), store.ListDeliveriesParams{Tenant: p.Tenant, WebhookID: r.PathValue("id"), Limit: 200})
+	if err != nil {
+		return err
+	}
+	type deliveryView struct {
+		ID            string              `json:"id"`
+		Kind          string              `json:"kind"`
+		RunID         string              `json:"run_id"`
+		State         store.DeliveryState `json:"state"`
+		Attempts      int                 `json:"attempts"`
+		NextAttemptAt time.Time           `json:"next_attempt_at"`
+		LastError     string              `json:"last_error,omitempty"`
+		CreatedAt     time.Time           `json:"created_at"`
+	}
+	out := []deliveryView{}
+	for _, d := range ds {
+		out = append(out, deliveryView{ID: d.ID, Kind: d.Kind, RunID: d.RunID, State: d.State, Attempts: d.Attempts,
+			NextAttemptAt: d.NextAttemptAt, LastError: d.LastError, CreatedAt: d.CreatedAt})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deliveries": out})
+	return nil
+}

@@ -1,0 +1,754 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/store"
+)
+
+//go:embed console/*.html
+var templateFS embed.FS
+
+//go:embed console/static
+var staticFS embed.FS
+
+// page is what every console page renders with.
+type page struct {
+	Title     string
+	Nav       string
+	Principal Principal
+	Pending   int
+	// Live names the view the page's live updates watch, and Version its
+	// state when rendered; empty for pages that do not update.
+	Live    string
+	Version string
+	Flash   string
+	Error   string
+	Data    any
+}
+
+type pageHandler func(w http.ResponseWriter, r *http.Request, p Principal) (*page, error)
+
+func (s *Server) consoleRoutes() (map[string]http.Handler, error) {
+	tmpl, err := template.New("").Funcs(template.FuncMap{
+		"usd":      func(n int64) string { return fmt.Sprintf("$%.4f", model.Nanodollars(n).Dollars()) },
+		"ago":      ago,
+		"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"until":    until,
+		"pretty":   prettyJSON,
+		"humanize": humanize,
+		"plain":    plainValue,
+		"pct":      func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	}).ParseFS(templateFS, "console/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("console templates: %w", err)
+	}
+	s.tmpl = tmpl
+	static, err := fs.Sub(staticFS, "console/static")
+	if err != nil {
+		return nil, err
+	}
+	staticHandler := http.StripPrefix("/console/static/", http.FileServerFS(static))
+	return map[string]http.Handler{
+		"GET /console/static/":                  cacheFor(staticHandler, time.Hour),
+		"GET /console/login":                    http.HandlerFunc(s.loginPage),
+		"POST /console/login":                   http.HandlerFunc(s.login),
+		"POST /console/logout":                  http.HandlerFunc(s.logout),
+		"GET /console/{$}":                      s.page(s.queuePage, approvers...),
+		"GET /console/approvals/{id}":           s.page(s.approvalPage, approvers...),
+		"POST /console/approvals/{id}/decision": s.page(s.decisionForm, approvers...),
+		"GET /console/runs":                     s.page(s.runsPage, readers...),
+		"GET /console/runs/{id}":                s.page(s.runPage, readers...),
+		"POST /console/runs/{id}/cancel":        s.page(s.cancelForm, operators...),
+		"GET /console/stats":                    s.page(s.statsPage, readers...),
+		"GET /console/live":                     http.HandlerFunc(s.live),
+		"GET /console/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.renderStatus(w, r, http.StatusNotFound, "Not found", "There is no such page.")
+		}),
+	}, nil
+}
+
+func cacheFor(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(d.Seconds())))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// page signs a console request in by its session cookie, checks its roles,
+// and renders what h returns.
+func (s *Server) page(h pageHandler, roles ...store.Role) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.session(r)
+		if !ok {
+			next := r.URL.Path
+			if r.Method != http.MethodGet {
+				next = "/console/"
+			}
+			http.Redirect(w, r, "/console/login?next="+templateEscapeQuery(next), http.StatusSeeOther)
+			return
+		}
+		if !p.Has(roles...) {
+			s.renderStatus(w, r, http.StatusForbidden, "Not allowed",
+				fmt.Sprintf("Your key's roles (%s) do not allow this page; it needs one of: %s.", joinRoles(p.Roles), joinRoles(roles)))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		pg, err := h(w, r, p)
+		if err != nil {
+			ae := classify(err)
+			if ae.status >= 500 {
+				s.cfg.Logger.Error("console", "path", r.URL.Path, "err", err)
+			}
+			title := http.StatusText(ae.status)
+			s.renderStatus(w, r, ae.status, title, ae.Message)
+			return
+		}
+		if pg == nil {
+			return // h answered itself (a redirect)
+		}
+		pg.Principal = p
+		if p.Has(approvers...) {
+			if as, err := s.st.Approvals(r.Context(), store.ListApprovalsParams{Tenant: p.Tenant, Status: store.ApprovalPending, Limit: 1000}); err == nil {
+				pg.Pending = len(as)
+			}
+		}
+		s.render(w, http.StatusOK, pg.Nav, pg)
+	})
+}
+
+func templateEscapeQuery(s string) string {
+	return template.URLQueryEscaper(s)
+}
+
+func (s *Server) render(w http.ResponseWriter, status int, name string, pg *page) {
+	var buf bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&buf, name+".html", pg); err != nil {
+		s.cfg.Logger.Error("render", "page", name, "err", err)
+		http.Error(w, "the page failed to render; the server log has the details", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
+	p, _ := s.session(r)
+	s.render(w, status, "status", &page{Title: title, Nav: "status", Principal: p, Error: msg})
+}
+
+// --- sign in ---
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, http.StatusOK, "login", &page{Title: "Sign in", Nav: "login", Data: safeNext(r.URL.Query().Get("next"))})
+}
+
+// safeNext keeps a redirect target on the console: an absolute URL or a
+// path elsewhere would make the sign-in page an open redirect.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/console/"
+	}
+	return next
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	next := safeNext(r.PostFormValue("next"))
+	p, err := s.verifyKey(r.Context(), strings.TrimSpace(r.PostFormValue("key")))
+	if err != nil {
+		s.render(w, http.StatusUnauthorized, "login", &page{Title: "Sign in", Nav: "login", Data: next,
+			Error: "That key is not valid: it is mistyped, revoked, or was never created. Create one with: belay keys create --tenant T --role approver"})
+		return
+	}
+	if err := s.startSession(w, r, p); err != nil {
+		s.cfg.Logger.Error("start session", "err", err)
+		s.renderStatus(w, r, http.StatusInternalServerError, "Sign-in failed", "The session could not be saved; the server log has the details.")
+		return
+	}
+	if next == "/console/" && !p.Has(approvers...) {
+		next = "/console/runs"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	s.endSession(w, r)
+	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}
+
+// --- approvals ---
+
+// card is an approval as a person decides it: what, why, and the context.
+type card struct {
+	Approval store.Approval
+	Run      store.Run
+	// Args are the call's arguments with sensitive values redacted, in
+	// plain words and as JSON for an edit.
+	Args     []field
+	ArgsJSON string
+	// Prior are the side effects the run has applied; Evidence what its
+	// reads returned.
+	Prior    []store.Effect
+	Evidence []evidence
+	Self     bool
+}
+
+type field struct{ Name, Value string }
+
+type evidence struct{ Tool, Args, Result string }
+
+func (s *Server) card(r *http.Request, p Principal, a store.Approval) (card, error) {
+	run, err := s.st.GetRun(r.Context(), p.Tenant, a.RunID)
+	if err != nil {
+		return card{}, err
+	}
+	args := s.rt.RedactArgs(run.Agent, a.Tool, a.Args)
+	c := card{Approval: a, Run: run, Args: fields(args), ArgsJSON: prettyJSON(args),
+		Self: run.RequestedBy != "" && run.RequestedBy == p.Identity() && !a.SelfApproval}
+	c.Approval.Args = args
+	effects, err := s.st.Effects(r.Context(), p.Tenant, run.ID)
+	if err != nil {
+		return card{}, err
+	}
+	for _, e := range effects {
+		if e.State == store.EffectDone {
+			e.Args = s.rt.RedactArgs(run.Agent, e.Tool, e.Args)
+			c.Prior = append(c.Prior, e)
+		}
+	}
+	msgs, err := s.messages(r, run)
+	if err != nil {
+		return card{}, err
+	}
+	c.Evidence = gathered(msgs)
+	return c, nil
+}
+
+// gathered pairs each call of the run with what it returned: the evidence
+// the agent acted on.
+func gathered(msgs []messageView) []evidence {
+	results := map[string]string{}
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.Type == model.TypeToolResult {
+				results[b.ToolUseID] = b.Content
+			}
+		}
+	}
+	var out []evidence
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.Type != model.TypeToolUse {
+				continue
+			}
+			res, ok := results[b.ID]
+			if !ok {
+				continue
+			}
+			out = append(out, evidence{Tool: b.Name, Args: compactJSON(b.Input), Result: clip(res, 400)})
+		}
+	}
+	return out
+}
+
+func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
+	as, err := s.st.Approvals(r.Context(), store.ListApprovalsParams{Tenant: p.Tenant, Status: store.ApprovalPending, Limit: 200})
+	if err != nil {
+		return nil, err
+	}
+	var cards []card
+	for _, a := range as {
+		c, err := s.card(r, p, a)
+		if err != nil {
+			return nil, err
+		}
+		cards = append(cards, c)
+	}
+	version, err := s.version(r, p, "queue")
+	if err != nil {
+		return nil, err
+	}
+	return &page{Title: "Approvals", Nav: "queue", Live: "queue", Version: version, Data: cards}, nil
+}
+
+func (s *Server) approvalPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
+	a, err := s.st.GetApproval(r.Context(), p.Tenant, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.card(r, p, a)
+	if err != nil {
+		return nil, err
+	}
+	live := "run:" + a.RunID
+	version, err := s.version(r, p, live)
+	if err != nil {
+		return nil, err
+	}
+	return &page{Title: "Approval " + a.ID, Nav: "approval", Live: live, Version: version, Data: c}, nil
+}
+
+// decisionForm takes a decision from an approval card. The card carries
+// the approval's binding, so a decision holds only for what was shown.
+func (s *Server) decisionForm(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
+	req := decisionRequest{Decision: r.PostFormValue("decision"), Binding: r.PostFormValue("binding"),
+		Note: strings.TrimSpace(r.PostFormValue("note"))}
+	if req.Decision == "edit" {
+		req.Arguments = json.RawMessage(strings.TrimSpace(r.PostFormValue("arguments")))
+		if !json.Valid(req.Arguments) {
+			return s.cardWithError(r, p, "The edited arguments are not valid JSON.")
+		}
+	}
+	if err := req.validate(); err != nil {
+		return s.cardWithError(r, p, classify(err).Message)
+	}
+	a, _, err := s.applyDecision(r, p, req)
+	if err != nil {
+		ae := classify(err)
+		if ae.status == http.StatusNotFound {
+			return nil, err
+		}
+		return s.cardWithError(r, p, ae.Message)
+	}
+	http.Redirect(w, r, "/console/runs/"+a.RunID+"?decided="+a.ID, http.StatusSeeOther)
+	return nil, nil
+}
+
+func (s *Server) cardWithError(r *http.Request, p Principal, msg string) (*page, error) {
+	pg, err := s.approvalPage(nil, r, p)
+	if err != nil {
+		return nil, err
+	}
+	pg.Error = msg
+	return pg, nil
+}
+
+// --- runs ---
+
+func (s *Server) runsPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
+	q := r.URL.Query()
+	params := store.ListRunsParams{Tenant: p.Tenant, After: q.Get("after"), Limit: 51}
+	if st := q.Get("status"); slices.Contains(statuses, store.Status(st)) {
+		params.Status = store.Status(st)
+	}
+	runs, err := s.st.ListRuns(r.Context(), params)
+	if err != nil {
+		return nil, err
+	}
+	data := struct {
+		Runs     []store.Run
+		Next     string
+		Status   string
+		Statuses []store.Status
+	}{Status: string(params.Status), Statuses: statuses}
+	if len(runs) > 50 {
+		runs = runs[:50]
+		data.Next = runs[49].ID
+	}
+	data.Runs = runs
+	version, err := s.version(r, p, "runs")
+	if err != nil {
+		return nil, err
+	}
+	return &page{Title: "Runs", Nav: "runs", Live: "runs", Version: version, Data: data}, nil
+}
+
+type timelineEntry struct {
+	Step   int
+	Type   string
+	Time   time.Time
+	Detail string
+	Class  string
+}
+
+type runData struct {
+	Run        store.Run
+	Cards      []card
+	Decided    []store.Approval
+	Timeline   []timelineEntry
+	Messages   []messageView
+	Effects    []effectView
+	Escalation string
+	CanCancel  bool
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
+	run, err := s.tenantRun(r, p)
+	if err != nil {
+		return nil, err
+	}
+	d := runData{Run: run, CanCancel: !run.Status.Terminal() && p.Has(operators...)}
+	as, err := s.st.Approvals(r.Context(), store.ListApprovalsParams{Tenant: p.Tenant, RunID: run.ID})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range as {
+		if a.Status == store.ApprovalPending && p.Has(approvers...) {
+			c, err := s.card(r, p, a)
+			if err != nil {
+				return nil, err
+			}
+			d.Cards = append(d.Cards, c)
+			continue
+		}
+		a.Args = s.rt.RedactArgs(run.Agent, a.Tool, a.Args)
+		d.Decided = append(d.Decided, a)
+	}
+	events, err := s.st.Events(r.Context(), run.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range events {
+		d.Timeline = append(d.Timeline, timeline(e))
+	}
+	if d.Messages, err = s.messages(r, run); err != nil {
+		return nil, err
+	}
+	effects, err := s.st.Effects(r.Context(), p.Tenant, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	d.Effects = s.effectViews(run, effects)
+	if len(run.Escalation) > 0 {
+		d.Escalation = prettyJSON(run.Escalation)
+	}
+	live := "run:" + run.ID
+	version, err := s.version(r, p, live)
+	if err != nil {
+		return nil, err
+	}
+	pg := &page{Title: "Run " + run.ID, Nav: "run", Live: live, Version: version, Data: d}
+	if id := r.URL.Query().Get("decided"); id != "" {
+		for _, a := range as {
+			if a.ID == id && a.Status != store.ApprovalPending {
+				pg.Flash = fmt.Sprintf("Decision recorded: %s (%s) by %s.", a.Status, a.Summary, a.DecidedBy)
+			}
+		}
+	}
+	return pg, nil
+}
+
+// timeline says what one trace event was, in a line.
+func timeline(e store.Event) timelineEntry {
+	var data map[string]any
+	_ = json.Unmarshal(e.Data, &data)
+	str := func(k string) string {
+		if v, ok := data[k]; ok && v != nil {
+			switch v := v.(type) {
+			case string:
+				return v
+			default:
+				b, _ := json.Marshal(v)
+				return string(b)
+			}
+		}
+		return ""
+	}
+	t := timelineEntry{Step: e.Step, Type: e.Type, Time: e.Time, Class: "ev-other"}
+	switch e.Type {
+	case "model_call":
+		t.Class = "ev-model"
+		t.Detail = fmt.Sprintf("%s: %s in, %s out tokens", str("model"), str("input_tokens"), str("output_tokens"))
+	case "tool_call":
+		t.Class = "ev-tool"
+		t.Detail = str("tool") + " " + clip(str("args"), 200)
+	case "tool_result":
+		t.Class = "ev-tool"
+		t.Detail = str("tool") + ": " + clip(str("preview"), 200)
+		if str("is_error") == "true" {
+			t.Class = "ev-error"
+		}
+	case "tool_retry", "breaker", "effect_unknown", "reconcile", "loop_detected", "model_fallback":
+		t.Class = "ev-retry"
+		t.Detail = clip(str("tool")+" "+str("error")+str("detector")+str("from")+" "+str("to"), 200)
+	case "approval_requested", "approval_decided", "approval_applied":
+		t.Class = "ev-approval"
+		t.Detail = strings.TrimSpace(str("summary") + " " + str("status") + " " + str("by") + " " + str("note"))
+	case "checkpoint":
+		t.Class = "ev-checkpoint"
+		t.Detail = fmt.Sprintf("%s messages, $%s so far", str("messages"), str("cost_usd"))
+	case "stop":
+		t.Class = "ev-stop"
+		t.Detail = strings.TrimSpace(str("status") + ": " + str("reason") + " " + str("detail"))
+	case "intent":
+		t.Class = "ev-tool"
+		t.Detail = str("tool") + " key " + str("key")
+	default:
+		if len(e.Data) > 2 {
+			t.Detail = clip(string(e.Data), 200)
+		}
+	}
+	return t
+}
+
+func (s *Server) cancelForm(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
+	note := strings.TrimSpace(r.PostFormValue("note"))
+	if len(note) > 2000 {
+		note = note[:2000]
+	}
+	run, err := s.rt.Cancel(r.Context(), p.Tenant, r.PathValue("id"), p.Identity(), note)
+	if err != nil {
+		return nil, err
+	}
+	http.Redirect(w, r, "/console/runs/"+run.ID, http.StatusSeeOther)
+	return nil, nil
+}
+
+// --- stats ---
+
+// bar is one category of the approvals chart: its segments' widths are
+// shares of the chart's width.
+type bar struct {
+	belay.CategoryStats
+	Y        int
+	Segments []segment
+}
+
+type segment struct {
+	X, Width int
+	Class    string
+	Label    string
+}
+
+const chartWidth = 560
+
+func (s *Server) statsPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
+	stats, err := belay.ApprovalStats(r.Context(), s.st, p.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	var bars []bar
+	for i, c := range stats {
+		b := bar{CategoryStats: c, Y: i * 44}
+		total := c.Decided + c.Pending
+		x := 0
+		for _, part := range []struct {
+			n     int
+			class string
+			label string
+		}{{c.Approved, "seg-approved", "approved"}, {c.Edited, "seg-edited", "edited"},
+			{c.Rejected, "seg-rejected", "rejected"}, {c.Expired, "seg-expired", "expired"}, {c.Pending, "seg-pending", "pending"}} {
+			if part.n == 0 || total == 0 {
+				continue
+			}
+			width := part.n * chartWidth / total
+			b.Segments = append(b.Segments, segment{X: x, Width: width, Class: part.class,
+				Label: fmt.Sprintf("%d %s", part.n, part.label)})
+			x += width
+		}
+		bars = append(bars, b)
+	}
+	data := struct {
+		Bars   []bar
+		Height int
+		Width  int
+	}{Bars: bars, Height: len(bars)*44 + 10, Width: chartWidth}
+	return &page{Title: "Approval statistics", Nav: "stats", Data: data}, nil
+}
+
+// --- live updates ---
+
+// version fingerprints what a live view shows; the page is redrawn when it
+// changes.
+func (s *Server) version(r *http.Request, p Principal, view string) (string, error) {
+	h := sha256.New()
+	switch {
+	case view == "queue":
+		as, err := s.st.Approvals(r.Context(), store.ListApprovalsParams{Tenant: p.Tenant, Status: store.ApprovalPending, Limit: 1000})
+		if err != nil {
+			return "", err
+		}
+		for _, a := range as {
+			fmt.Fprintln(h, a.ID)
+		}
+	case view == "runs":
+		runs, err := s.st.ListRuns(r.Context(), store.ListRunsParams{Tenant: p.Tenant, Limit: 500})
+		if err != nil {
+			return "", err
+		}
+		for _, run := range runs {
+			fmt.Fprintln(h, run.ID, run.Status, run.UpdatedAt.UnixNano())
+		}
+	case strings.HasPrefix(view, "run:"):
+		run, err := s.st.GetRun(r.Context(), p.Tenant, strings.TrimPrefix(view, "run:"))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintln(h, run.Status, run.Step, run.Messages, run.UpdatedAt.UnixNano())
+		as, err := s.st.Approvals(r.Context(), store.ListApprovalsParams{Tenant: p.Tenant, RunID: run.ID})
+		if err != nil {
+			return "", err
+		}
+		for _, a := range as {
+			fmt.Fprintln(h, a.ID, a.Status)
+		}
+	default:
+		return "", errBadRequest("invalid_query", "unknown live view %q", view)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12]), nil
+}
+
+// live is a server-sent event stream that says "change" once the view's
+// fingerprint differs from the version the page was rendered at; the page
+// then fetches itself again.
+func (s *Server) live(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.session(r)
+	if !ok {
+		http.Error(w, "sign in first", http.StatusUnauthorized)
+		return
+	}
+	view, seen := r.URL.Query().Get("view"), r.URL.Query().Get("v")
+	if _, err := s.version(r, p, view); err != nil {
+		ae := classify(err)
+		http.Error(w, ae.Message, ae.status)
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 2000\n\n")
+	flusher.Flush()
+	tick := time.NewTicker(s.cfg.LivePoll)
+	defer tick.Stop()
+	idle := 0
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+		v, err := s.version(r, p, view)
+		if errors.Is(err, store.ErrNotFound) || r.Context().Err() != nil {
+			return
+		}
+		if err == nil && v != seen {
+			fmt.Fprintf(w, "event: change\ndata: %s\n\n", v)
+			flusher.Flush()
+			seen = v
+			continue
+		}
+		// A comment now and then keeps proxies from closing an idle stream.
+		if idle++; idle*int(s.cfg.LivePoll/time.Millisecond) >= 15000 {
+			fmt.Fprint(w, ": idle\n\n")
+			flusher.Flush()
+			idle = 0
+		}
+	}
+}
+
+// --- template helpers ---
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	}
+	return t.UTC().Format("2006-01-02")
+}
+
+func until(t time.Time) string {
+	d := time.Until(t)
+	switch {
+	case d <= 0:
+		return "expired"
+	case d < time.Hour:
+		return fmt.Sprintf("in %d min", int(d.Minutes())+1)
+	}
+	return fmt.Sprintf("in %.1f h", d.Hours())
+}
+
+func prettyJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// fields lists a JSON object's top-level fields in plain words, in order.
+func fields(raw json.RawMessage) []field {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return []field{{Name: "Arguments", Value: string(raw)}}
+	}
+	var out []field
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		out = append(out, field{Name: humanize(key), Value: plainValue(v)})
+	}
+	return out
+}
+
+// humanize turns "amount_usd" into "Amount usd".
+func humanize(key string) string {
+	s := strings.ReplaceAll(key, "_", " ")
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// plainValue shows a JSON value as a person reads it: strings without
+// quotes, everything else as compact JSON.
+func plainValue(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return compactJSON(v)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,152 @@
+// Package server is Belay's HTTP face: the JSON API under /v1, the approval
+// console under /console, and the operational endpoints. Every /v1 call
+// carries an API key of one tenant; the console signs in with a key and
+// keeps a session cookie. A tenant never sees another tenant's runs,
+// approvals or effects: they answer 404, as ids that do not exist do.
+package server
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/store"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Runtime runs the agents; its store must be Store. Required.
+	Runtime *belay.Runtime
+	// Store is the runtime's store. Required.
+	Store store.AccessStore
+	// Logger receives request errors. Default: discard.
+	Logger *slog.Logger
+	// SecureCookies marks the session cookie Secure even when the request
+	// did not arrive over TLS (a proxy terminates it). Requests over TLS
+	// always get Secure cookies.
+	SecureCookies bool
+	// SessionTTL is how long a console session lasts. Default 12 h.
+	SessionTTL time.Duration
+	// MaxBody bounds a request body. Default 1 MiB.
+	MaxBody int64
+	// LivePoll is how often a live console view looks for changes.
+	// Default 500 ms.
+	LivePoll time.Duration
+	// Operational holds routes served without authentication next to the
+	// API (/metrics); /healthz and /readyz are the server's own.
+	Operational map[string]http.Handler
+
+	now func() time.Time
+}
+
+// Server serves the API and the console.
+type Server struct {
+	cfg     Config
+	rt      *belay.Runtime
+	st      store.AccessStore
+	handler http.Handler
+	tmpl    *template.Template
+
+	mu       sync.Mutex
+	inFlight map[string]bool
+
+	// beforeCreate, if set, runs while a run creation is in flight (tests).
+	beforeCreate func()
+}
+
+// New builds a server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Runtime == nil || cfg.Store == nil {
+		return nil, errors.New("server: Runtime and Store are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.LivePoll <= 0 {
+		cfg.LivePoll = 500 * time.Millisecond
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	s := &Server{cfg: cfg, rt: cfg.Runtime, st: cfg.Store, inFlight: map[string]bool{}}
+	console, err := s.consoleRoutes()
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	s.apiRoutes(mux)
+	for pattern, h := range console {
+		mux.Handle(pattern, h)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	for pattern, h := range cfg.Operational {
+		mux.Handle(pattern, h)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			http.Redirect(w, r, "/console/", http.StatusSeeOther)
+			return
+		}
+		writeError(w, errNotFound("no such endpoint: "+r.Method+" "+r.URL.Path))
+	})
+	// A browser never gets to change state from another origin: unsafe
+	// methods carrying cross-site Sec-Fetch-Site or a foreign Origin are
+	// refused before any handler runs. API clients send neither header.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusForbidden, Code: "cross_origin",
+			Message: "cross-origin requests that change state are refused; use the console on its own origin, or an API client"})
+	}))
+	s.handler = securityHeaders(cop.Handler(mux))
+	return s, nil
+}
+
+// ServeHTTP serves a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, _, err := s.st.KillSwitch(ctx, ""); err != nil {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, Code: "store_unavailable",
+			Message: "the database does not answer; check its logs and the server's --db / --database-url"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// HasKeys reports whether any API key exists, so a first start can say how
+// to create one.
+func HasKeys(ctx context.Context, st store.AccessStore) (bool, error) {
+	keys, err := st.APIKeys(ctx, "")
+	if err != nil {
+		return false, err
+	}
+	return len(keys) > 0, nil
+}
