@@ -66,7 +66,9 @@ CREATE TRIGGER audit AFTER INSERT OR UPDATE ON messages FOR EACH ROW EXECUTE FUN
 CREATE TRIGGER audit AFTER INSERT OR UPDATE ON events FOR EACH ROW EXECUTE FUNCTION audit_row();
 CREATE TRIGGER audit AFTER INSERT OR UPDATE ON effects FOR EACH ROW EXECUTE FUNCTION audit_row();
 CREATE TRIGGER audit AFTER INSERT OR UPDATE ON approvals FOR EACH ROW EXECUTE FUNCTION audit_row();
-CREATE TRIGGER audit AFTER INSERT OR UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION audit_row();
+-- Only inserts: a run writes its notifications; the webhook sender of any
+-- process then marks them dispatched, which is not a write of the run.
+CREATE TRIGGER audit AFTER INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION audit_row();
 `
 
 // installAudit adds the audit to a migrated schema.

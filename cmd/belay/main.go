@@ -46,7 +46,9 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "demo", summary: "run the support-desk scenario, with a crash and a resume", run: runDemo},
-		{name: "serve", summary: "run workers (the support agent, or --config FILE) until SIGTERM; /metrics", run: runServe},
+		{name: "serve", summary: "run workers, the HTTP API and the approval console (the support agent, or --config FILE)", run: runServe},
+		{name: "keys", summary: "API keys for the server: belay keys create --tenant T --role approver", run: runKeys},
+		{name: "webhooks", summary: "webhook endpoints for notifications: belay webhooks add URL --tenant T", run: runWebhooks},
 		{name: "start", summary: "queue a run for belay serve (idempotent with --request-id)", run: runStart},
 		{name: "runs", summary: "list runs with status, steps and cost", run: runRuns},
 		{name: "show", summary: "show one run: status, messages, side effects, cost (--json: the checkpoint)", run: runShow},

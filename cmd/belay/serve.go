@@ -20,15 +20,18 @@ import (
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/config"
 	"github.com/belayrun/belay/metrics"
+	"github.com/belayrun/belay/server"
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/tracing"
+	"github.com/belayrun/belay/webhook"
 )
 
 // runServe runs workers for the support-desk agent, or the agents of a
-// configuration file, until SIGTERM or
-// SIGINT, then stops gracefully: each run in flight finishes its step,
-// checkpoints and releases its lease, so another worker takes it over at
-// once. Several serve processes may share one store.
+// configuration file, with the HTTP API, the approval console and the
+// webhook sender, until SIGTERM or SIGINT, then stops gracefully: each run
+// in flight finishes its step, checkpoints and releases its lease, so
+// another worker takes it over at once. Several serve processes may share
+// one store.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	db := dbFlag(fs)
@@ -37,13 +40,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
 	grace := fs.Duration("grace", 30*time.Second, "how long a shutdown waits for steps in flight")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
-	addr := fs.String("addr", "127.0.0.1:8080", "address of the HTTP endpoints (/metrics, /healthz, /readyz)")
+	addr := fs.String("addr", "127.0.0.1:8080", "address of the API, the console and /metrics")
+	publicURL := fs.String("public-url", "", "URL people reach the console at, for links in notifications (default http://ADDR)")
+	secureCookies := fs.Bool("secure-cookies", false, "mark session cookies Secure (set it when a TLS proxy fronts the server)")
 	configPath := fs.String("config", "", "agents from a file (models, instructions, MCP servers, policy, budget) instead of the support desk")
 	slow := slowToolFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	st, err := db.open(ctx)
+	st, err := db.openAccess(ctx)
 	if err != nil {
 		return err
 	}
@@ -66,6 +71,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		defer world.Close()
+		if err := world.Seed(ctx); err != nil {
+			return err
+		}
 		agents = []*belay.Agent{agent}
 	}
 	if err := slow.apply(agents[0], stdout); err != nil {
@@ -96,46 +104,46 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w (pass --addr to choose another)", *addr, err)
 	}
-	srv := &http.Server{Handler: serveMux(reg, st), ReadHeaderTimeout: 10 * time.Second}
+	base := *publicURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, SecureCookies: *secureCookies,
+		Operational: map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http", "err", err)
 		}
 	}()
 	defer srv.Shutdown(context.WithoutCancel(ctx))
+	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base})
+	senderDone := make(chan error, 1)
+	go func() { senderDone <- sender.Run(ctx) }()
 	// The runtime outlives ctx (the signal) by the grace period, so steps
 	// in flight can finish and checkpoint.
 	if err := rt.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "belay serve: %d workers on %s (owner %s), http://%s/metrics; SIGTERM stops gracefully\n",
-		*workers, db.Name(), rt.Owner(), ln.Addr())
+	fmt.Fprintf(stdout, "belay serve: %d workers on %s (owner %s); console %s/console/, API %s/v1/, metrics %s/metrics; SIGTERM stops gracefully\n",
+		*workers, db.Name(), rt.Owner(), base, base, base)
+	if ok, err := server.HasKeys(ctx, st); err == nil && !ok {
+		fmt.Fprintf(stdout, "belay serve: no API keys yet; create one to sign in:\n  belay keys create --tenant acme --role approver --role operator --name you@example.com %s\n", db)
+	}
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
 	if err := rt.Stop(stopCtx); err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
+	if err := <-senderDone; err != nil {
+		logger.Error("webhook sender", "err", err)
+	}
 	fmt.Fprintln(stdout, "belay serve: stopped; leases released")
 	return nil
-}
-
-// serveMux has the operational endpoints: Prometheus metrics, liveness,
-// and readiness (the store answers).
-func serveMux(reg *prometheus.Registry, st store.Store) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if _, _, err := st.KillSwitch(r.Context(), ""); err != nil {
-			http.Error(w, "store unreachable", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	return mux
 }
 
 // observers sends each observation to all of them.
