@@ -257,11 +257,18 @@ func queryLimit(q url.Values, def, max int) (int, error) {
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) error {
 	q := r.URL.Query()
 	for k := range q {
-		if !slices.Contains([]string{"status", "agent", "since", "after", "limit"}, k) {
-			return errBadRequest("invalid_query", "unknown query parameter %q; filters are status, agent, since, after, limit", k)
+		if !slices.Contains([]string{"status", "agent", "since", "after", "limit", "order"}, k) {
+			return errBadRequest("invalid_query", "unknown query parameter %q; filters are status, agent, since, after, limit, order", k)
 		}
 	}
 	params := store.ListRunsParams{Tenant: p.Tenant, Agent: q.Get("agent"), After: q.Get("after")}
+	switch q.Get("order") {
+	case "", "oldest":
+	case "newest":
+		params.Newest = true
+	default:
+		return errBadRequest("invalid_query", "order must be oldest (the default) or newest")
+	}
 	if st := q.Get("status"); st != "" {
 		if !slices.Contains(statuses, store.Status(st)) {
 			return errBadRequest("invalid_query", "status %q: want one of queued, running, waiting_approval, paused, done, failed, escalated, canceled", st)

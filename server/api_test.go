@@ -229,6 +229,10 @@ func TestListRunsFiltersAndPages(t *testing.T) {
 	if len(page.Runs) != 3 {
 		t.Errorf("filtered: %d runs, want acme's 3", len(page.Runs))
 	}
+	f.do("GET", "/v1/runs?order=newest&limit=1", op, nil).json(t, &page)
+	if len(page.Runs) != 1 || page.Runs[0].ID != ids[2] {
+		t.Errorf("newest first: %+v", page.Runs)
+	}
 	f.do("GET", "/v1/runs?status=done", op, nil).json(t, &page)
 	if len(page.Runs) != 0 {
 		t.Errorf("status=done: %d runs", len(page.Runs))

@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -99,7 +100,7 @@ func (s *Server) page(h pageHandler, roles ...store.Role) http.Handler {
 			if r.Method != http.MethodGet {
 				next = "/console/"
 			}
-			http.Redirect(w, r, "/console/login?next="+templateEscapeQuery(next), http.StatusSeeOther)
+			http.Redirect(w, r, "/console/login?next="+url.QueryEscape(next), http.StatusSeeOther)
 			return
 		}
 		if !p.Has(roles...) {
@@ -129,10 +130,6 @@ func (s *Server) page(h pageHandler, roles ...store.Role) http.Handler {
 		}
 		s.render(w, http.StatusOK, pg.Nav, pg)
 	})
-}
-
-func templateEscapeQuery(s string) string {
-	return template.URLQueryEscaper(s)
 }
 
 func (s *Server) render(w http.ResponseWriter, status int, name string, pg *page) {
@@ -346,7 +343,7 @@ func (s *Server) cardWithError(r *http.Request, p Principal, msg string) (*page,
 
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
 	q := r.URL.Query()
-	params := store.ListRunsParams{Tenant: p.Tenant, After: q.Get("after"), Limit: 51}
+	params := store.ListRunsParams{Tenant: p.Tenant, After: q.Get("after"), Limit: 51, Newest: true}
 	if st := q.Get("status"); slices.Contains(statuses, store.Status(st)) {
 		params.Status = store.Status(st)
 	}
@@ -581,7 +578,7 @@ func (s *Server) version(r *http.Request, p Principal, view string) (string, err
 			fmt.Fprintln(h, a.ID)
 		}
 	case view == "runs":
-		runs, err := s.st.ListRuns(r.Context(), store.ListRunsParams{Tenant: p.Tenant, Limit: 500})
+		runs, err := s.st.ListRuns(r.Context(), store.ListRunsParams{Tenant: p.Tenant, Limit: 50, Newest: true})
 		if err != nil {
 			return "", err
 		}

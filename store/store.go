@@ -295,6 +295,9 @@ type ListRunsParams struct {
 	// After is the ID of the last run of the previous page.
 	After string
 	Limit int
+	// Newest lists the latest runs first; After then names the run the
+	// next page starts below.
+	Newest bool
 }
 
 // ClaimRunsParams claims up to Limit due runs: queued runs, running runs
@@ -415,7 +418,7 @@ type Store interface {
 	CreateRun(ctx context.Context, p CreateRunParams) (run Run, created bool, err error)
 	// GetRun returns a run of a tenant, or ErrNotFound.
 	GetRun(ctx context.Context, tenant, id string) (Run, error)
-	// ListRuns returns runs ordered by ID.
+	// ListRuns returns runs ordered by ID (creation order), or newest first.
 	ListRuns(ctx context.Context, p ListRunsParams) ([]Run, error)
 
 	// ClaimRuns leases due runs to an owner, raising each one's epoch. A

@@ -22,6 +22,8 @@ var (
 	runGetByRequestSQL string
 	//go:embed query/run_list.sql
 	runListSQL string
+	//go:embed query/run_list_newest.sql
+	runListNewestSQL string
 	//go:embed query/run_claim.sql
 	runClaimSQL string
 	//go:embed query/run_take_over.sql
@@ -112,8 +114,12 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 		limit = p.Limit
 	}
 	var runs []store.Run
+	query := runListSQL
+	if p.Newest {
+		query = runListNewestSQL
+	}
 	b := s.batch(p.Tenant)
-	b.Queue(runListSQL, pgx.StrictNamedArgs{
+	b.Queue(query, pgx.StrictNamedArgs{
 		"tenant": p.Tenant,
 		"status": string(p.Status),
 		"agent":  p.Agent,

@@ -21,6 +21,8 @@ var (
 	runGetByRequestSQL string
 	//go:embed query/run_list.sql
 	runListSQL string
+	//go:embed query/run_list_newest.sql
+	runListNewestSQL string
 	//go:embed query/run_due.sql
 	runDueSQL string
 	//go:embed query/run_claim.sql
@@ -107,7 +109,11 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.read.QueryContext(ctx, runListSQL,
+	query := runListSQL
+	if p.Newest {
+		query = runListNewestSQL
+	}
+	rows, err := s.read.QueryContext(ctx, query,
 		sql.Named("tenant", p.Tenant),
 		sql.Named("status", string(p.Status)),
 		sql.Named("agent", p.Agent),

@@ -210,4 +210,21 @@ func testListRunsPaging(t *testing.T, s store.Store) {
 	if got := listIDs(t, s, store.ListRunsParams{Tenant: tenant, Status: store.StatusQueued, After: all[1], Limit: 1}); !slices.Equal(got, all[2:3]) {
 		t.Errorf("filtered page: %v, want %v", got, all[2:3])
 	}
+
+	// Newest first: the latest runs, then the older ones page by page.
+	newest := slices.Clone(all)
+	slices.Reverse(newest)
+	pages, after = nil, ""
+	for range len(all) + 1 {
+		page := listIDs(t, s, store.ListRunsParams{Tenant: tenant, After: after, Limit: 2, Newest: true})
+		if len(page) == 0 {
+			break
+		}
+		pages = append(pages, page)
+		after = page[len(page)-1]
+	}
+	want = [][]string{newest[0:2], newest[2:4], newest[4:5]}
+	if !slices.EqualFunc(pages, want, slices.Equal) {
+		t.Errorf("newest first, pages of 2: %v, want %v", pages, want)
+	}
 }
