@@ -36,57 +36,58 @@ func post(t *testing.T, c *http.Client, u string, form url.Values) (int, string,
 
 func TestConsoleSignIn(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	approver := f.key("acme", "maya", store.RoleApprover)
-	anon := f.http.Client()
-	anon.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	eachStore(t, func(t *testing.T, f *fixture) {
+		approver := f.key("acme", "maya", store.RoleApprover)
+		anon := f.http.Client()
+		anon.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-	res, err := anon.Get(f.http.URL + "/console/runs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/login?next=%2Fconsole%2Fruns" {
-		t.Errorf("a page without a session: %d to %q", res.StatusCode, res.Header.Get("Location"))
-	}
-	status, _, body := post(t, anon, f.http.URL+"/console/login", url.Values{"key": {"belay_k0000000000000000_" + strings.Repeat("1", 64)}})
-	if status != http.StatusUnauthorized || !strings.Contains(body, "not valid") {
-		t.Errorf("a wrong key: %d", status)
-	}
-	// The sign-in page is no open redirect.
-	for _, next := range []string{"https://evil.example/", "//evil.example/", "/console/\\evil"} {
-		_, loc, _ := post(t, anon, f.http.URL+"/console/login", url.Values{"key": {approver}, "next": {next}})
-		if loc != "/console/" {
-			t.Errorf("next=%s sends the browser to %q", next, loc)
+		res, err := anon.Get(f.http.URL + "/console/runs")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	c := f.signIn(approver)
-	if status, body := get(t, c, f.http.URL+"/console/"); status != 200 || !strings.Contains(body, "Nothing is waiting") {
-		t.Errorf("the empty queue: %d", status)
-	}
-	// An approver has no operator pages that change runs; an operator no queue.
-	operator := f.signIn(f.key("acme", "ops", store.RoleOperator))
-	if status, _ := get(t, operator, f.http.URL+"/console/"); status != http.StatusForbidden {
-		t.Errorf("an operator opens the approval queue: %d", status)
-	}
-	// Signing out ends the session on the server, not only in the browser.
-	jar := c.Jar
-	cookies := jar.Cookies(mustURL(t, f.http.URL))
-	post(t, c, f.http.URL+"/console/logout", nil)
-	replay := f.http.Client()
-	replay.CheckRedirect = anon.CheckRedirect
-	req, _ := http.NewRequest("GET", f.http.URL+"/console/", nil)
-	for _, ck := range cookies {
-		req.AddCookie(ck)
-	}
-	res, err = replay.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther {
-		t.Errorf("the old session cookie after signing out: %d", res.StatusCode)
-	}
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/login?next=%2Fconsole%2Fruns" {
+			t.Errorf("a page without a session: %d to %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		status, _, body := post(t, anon, f.http.URL+"/console/login", url.Values{"key": {"belay_k0000000000000000_" + strings.Repeat("1", 64)}})
+		if status != http.StatusUnauthorized || !strings.Contains(body, "not valid") {
+			t.Errorf("a wrong key: %d", status)
+		}
+		// The sign-in page is no open redirect.
+		for _, next := range []string{"https://evil.example/", "//evil.example/", "/console/\\evil"} {
+			_, loc, _ := post(t, anon, f.http.URL+"/console/login", url.Values{"key": {approver}, "next": {next}})
+			if loc != "/console/" {
+				t.Errorf("next=%s sends the browser to %q", next, loc)
+			}
+		}
+		c := f.signIn(approver)
+		if status, body := get(t, c, f.http.URL+"/console/"); status != 200 || !strings.Contains(body, "Nothing is waiting") {
+			t.Errorf("the empty queue: %d", status)
+		}
+		// An approver has no operator pages that change runs; an operator no queue.
+		operator := f.signIn(f.key("acme", "ops", store.RoleOperator))
+		if status, _ := get(t, operator, f.http.URL+"/console/"); status != http.StatusForbidden {
+			t.Errorf("an operator opens the approval queue: %d", status)
+		}
+		// Signing out ends the session on the server, not only in the browser.
+		jar := c.Jar
+		cookies := jar.Cookies(mustURL(t, f.http.URL))
+		post(t, c, f.http.URL+"/console/logout", nil)
+		replay := f.http.Client()
+		replay.CheckRedirect = anon.CheckRedirect
+		req, _ := http.NewRequest("GET", f.http.URL+"/console/", nil)
+		for _, ck := range cookies {
+			req.AddCookie(ck)
+		}
+		res, err = replay.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther {
+			t.Errorf("the old session cookie after signing out: %d", res.StatusCode)
+		}
+	})
 }
 
 func mustURL(t *testing.T, s string) *url.URL {
@@ -99,64 +100,65 @@ func mustURL(t *testing.T, s string) *url.URL {
 
 func TestConsoleDecisions(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	op := f.key("acme", "ops", store.RoleOperator)
-	approver := f.key("acme", "maya", store.RoleApprover)
-	run, a := f.approvalFlow(op, approver)
-	c := f.signIn(approver)
-	decide := f.http.URL + "/console/approvals/" + a.ID + "/decision"
+	eachStore(t, func(t *testing.T, f *fixture) {
+		op := f.key("acme", "ops", store.RoleOperator)
+		approver := f.key("acme", "maya", store.RoleApprover)
+		run, a := f.approvalFlow(op, approver)
+		c := f.signIn(approver)
+		decide := f.http.URL + "/console/approvals/" + a.ID + "/decision"
 
-	status, body := get(t, c, f.http.URL+"/console/")
-	if status != 200 || !containsAll(body, "Refund 288.00 USD on invoice INV-2026-004512", "refunds above 50 USD", "ada", a.Binding, "Evidence the run gathered") {
-		t.Fatalf("queue: %d\n%s", status, body)
-	}
-	// A rejection without a reason is refused on the card itself.
-	status, _, body = post(t, c, decide, url.Values{"decision": {"reject"}, "binding": {a.Binding}})
-	if status != 200 || !strings.Contains(body, "needs a note") {
-		t.Errorf("reject without a note: %d", status)
-	}
-	// A card whose binding was tampered with decides nothing.
-	status, _, body = post(t, c, decide, url.Values{"decision": {"approve"}, "binding": {"forged"}})
-	if status != 200 || !strings.Contains(body, "binding does not match") {
-		t.Errorf("forged binding: %d", status)
-	}
-	// An edit that is not JSON is refused with the card shown again.
-	status, _, body = post(t, c, decide, url.Values{"decision": {"edit"}, "binding": {a.Binding}, "arguments": {"{amount"}})
-	if status != 200 || !strings.Contains(body, "not valid JSON") {
-		t.Errorf("bad edit: %d", status)
-	}
-	if got := f.pending(approver); len(got) != 1 {
-		t.Fatalf("refused forms decided: %+v", got)
-	}
-	// The edit: refund 250 instead of 288.
-	edited := strings.Replace(prettyJSON(a.Args), "288.00", "250.00", 1)
-	status, loc, _ := post(t, c, decide, url.Values{"decision": {"edit"}, "binding": {a.Binding}, "arguments": {edited}, "note": {"partial refund agreed"}})
-	if status != http.StatusSeeOther || loc != "/console/runs/"+run.ID+"?decided="+a.ID {
-		t.Fatalf("edit: %d to %q", status, loc)
-	}
-	status, body = get(t, c, f.http.URL+loc)
-	if status != 200 || !containsAll(body, "Decision recorded: edited", "human:maya") {
-		t.Errorf("run page after the edit: %d", status)
-	}
-	f.drain()
-	refunds, err := f.world.RefundsOf(t.Context(), "CH-2")
-	if err != nil || len(refunds) != 1 || refunds[0].AmountCents != 25000 {
-		t.Errorf("refunds of CH-2 after the edit: %+v, %v", refunds, err)
-	}
-	_, body = get(t, c, f.http.URL+"/console/runs/"+run.ID)
-	for _, want := range []string{"st-done", "model_call", "tool_call", "approval_decided", "checkpoint", "issue_refund", "Timeline", "Side effects", "Messages"} {
-		if !strings.Contains(body, want) {
-			t.Errorf("the run page lacks %q", want)
+		status, body := get(t, c, f.http.URL+"/console/")
+		if status != 200 || !containsAll(body, "Refund 288.00 USD on invoice INV-2026-004512", "refunds above 50 USD", "ada", a.Binding, "Evidence the run gathered") {
+			t.Fatalf("queue: %d\n%s", status, body)
 		}
-	}
-	_, body = get(t, c, f.http.URL+"/console/runs")
-	if !containsAll(body, run.ID, "st-done", "$0.") {
-		t.Errorf("the runs list lacks the run, its status or cost")
-	}
-	_, body = get(t, c, f.http.URL+"/console/stats")
-	if !containsAll(body, "<svg", `class="seg-edited"`, "refund_large") {
-		t.Errorf("the stats page has no chart of the edit:\n%s", body)
-	}
+		// A rejection without a reason is refused on the card itself.
+		status, _, body = post(t, c, decide, url.Values{"decision": {"reject"}, "binding": {a.Binding}})
+		if status != 200 || !strings.Contains(body, "needs a note") {
+			t.Errorf("reject without a note: %d", status)
+		}
+		// A card whose binding was tampered with decides nothing.
+		status, _, body = post(t, c, decide, url.Values{"decision": {"approve"}, "binding": {"forged"}})
+		if status != 200 || !strings.Contains(body, "binding does not match") {
+			t.Errorf("forged binding: %d", status)
+		}
+		// An edit that is not JSON is refused with the card shown again.
+		status, _, body = post(t, c, decide, url.Values{"decision": {"edit"}, "binding": {a.Binding}, "arguments": {"{amount"}})
+		if status != 200 || !strings.Contains(body, "not valid JSON") {
+			t.Errorf("bad edit: %d", status)
+		}
+		if got := f.pending(approver); len(got) != 1 {
+			t.Fatalf("refused forms decided: %+v", got)
+		}
+		// The edit: refund 250 instead of 288.
+		edited := strings.Replace(prettyJSON(a.Args), "288.00", "250.00", 1)
+		status, loc, _ := post(t, c, decide, url.Values{"decision": {"edit"}, "binding": {a.Binding}, "arguments": {edited}, "note": {"partial refund agreed"}})
+		if status != http.StatusSeeOther || loc != "/console/runs/"+run.ID+"?decided="+a.ID {
+			t.Fatalf("edit: %d to %q", status, loc)
+		}
+		status, body = get(t, c, f.http.URL+loc)
+		if status != 200 || !containsAll(body, "Decision recorded: edited", "human:maya") {
+			t.Errorf("run page after the edit: %d", status)
+		}
+		f.drain()
+		refunds, err := f.world.RefundsOf(t.Context(), "CH-2")
+		if err != nil || len(refunds) != 1 || refunds[0].AmountCents != 25000 {
+			t.Errorf("refunds of CH-2 after the edit: %+v, %v", refunds, err)
+		}
+		_, body = get(t, c, f.http.URL+"/console/runs/"+run.ID)
+		for _, want := range []string{"st-done", "model_call", "tool_call", "approval_decided", "checkpoint", "issue_refund", "Timeline", "Side effects", "Messages"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the run page lacks %q", want)
+			}
+		}
+		_, body = get(t, c, f.http.URL+"/console/runs")
+		if !containsAll(body, run.ID, "st-done", "$0.") {
+			t.Errorf("the runs list lacks the run, its status or cost")
+		}
+		_, body = get(t, c, f.http.URL+"/console/stats")
+		if !containsAll(body, "<svg", `class="seg-edited"`, "refund_large") {
+			t.Errorf("the stats page has no chart of the edit:\n%s", body)
+		}
+	})
 }
 
 func TestConsoleLiveUpdates(t *testing.T) {

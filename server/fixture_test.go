@@ -3,11 +3,13 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,7 +21,9 @@ import (
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/postgres"
 	"github.com/belayrun/belay/store/sqlite"
+	"github.com/jackc/pgx/v5"
 )
 
 // demoInput is the support desk's double charge: its run asks to refund
@@ -31,7 +35,7 @@ const secret = "sk_live_PLANTED_9f3a7c"
 
 type fixture struct {
 	t     *testing.T
-	st    *sqlite.Store
+	st    store.AccessStore
 	world *support.World
 	rt    *belay.Runtime
 	srv   *Server
@@ -80,15 +84,66 @@ func vaultAgent() *belay.Agent {
 	return &belay.Agent{Name: "vault", Version: "v1", Model: m, Tools: []belay.Tool{save}}
 }
 
+// newFixture serves the support desk and the vault agent from a new
+// SQLite store.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "belay.db"), sqlite.Config{})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "belay.db"), sqlite.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newFixtureOn(t, st)
+}
+
+// eachStore runs fn on a fixture over SQLite, then over PostgreSQL in a
+// schema of its own: the server must behave the same on both, and on
+// PostgreSQL row-level security confines every tenant's requests again.
+func eachStore(t *testing.T, fn func(t *testing.T, f *fixture)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		fn(t, newFixture(t))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		fn(t, newFixtureOn(t, openPostgres(t)))
+	})
+}
+
+// openPostgres opens a PostgreSQL store in a new schema, dropped when the
+// test ends. The server is $BELAY_TEST_DATABASE_URL or the local one;
+// without one CI fails and elsewhere the test says loudly it is skipped.
+func openPostgres(t *testing.T) store.AccessStore {
+	t.Helper()
+	url := os.Getenv("BELAY_TEST_DATABASE_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no PostgreSQL (CI=true needs one): %v", err)
+		}
+		t.Skipf("SKIPPED: no PostgreSQL for the server's tests on PostgreSQL: %v", err)
+	}
+	schema := "belay_server_" + strings.ToLower(rand.Text()[:10])
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		admin.Close(context.Background())
+	})
+	st, err := postgres.Open(ctx, url, postgres.Config{Schema: schema, MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newFixtureOn(t *testing.T, st store.AccessStore) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
 	world, err := support.OpenWorld(ctx, filepath.Join(dir, "world.db"))
 	if err != nil {
 		t.Fatal(err)
