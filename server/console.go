@@ -636,6 +636,8 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-s.closing:
+			return
 		case <-tick.C:
 		}
 		v, err := s.version(r, p, view)

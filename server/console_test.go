@@ -199,6 +199,16 @@ func TestConsoleLiveUpdates(t *testing.T) {
 			t.Fatalf("stream ended before a change: %v\n%s", err, got.String())
 		}
 	}
+	// A shutting-down server ends its streams rather than wait on them.
+	f.srv.CloseLive()
+	for {
+		if _, err := res.Body.Read(buf); err != nil {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		t.Error("the stream outlived CloseLive")
+	}
 	// Another tenant cannot watch the run.
 	other := f.signIn(f.key("globex", "bea", store.RoleApprover))
 	if status, _ := get(t, other, f.http.URL+"/console/live?view="+url.QueryEscape("run:"+run.ID)); status != 404 {

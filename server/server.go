@@ -55,6 +55,11 @@ type Server struct {
 	mu       sync.Mutex
 	inFlight map[string]bool
 
+	// closing ends live streams, so that an HTTP shutdown is not held up by
+	// a console tab left open.
+	closing   chan struct{}
+	closeOnce sync.Once
+
 	// beforeCreate, if set, runs while a run creation is in flight (tests).
 	beforeCreate func()
 }
@@ -79,7 +84,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	s := &Server{cfg: cfg, rt: cfg.Runtime, st: cfg.Store, inFlight: map[string]bool{}}
+	s := &Server{cfg: cfg, rt: cfg.Runtime, st: cfg.Store, inFlight: map[string]bool{}, closing: make(chan struct{})}
 	console, err := s.consoleRoutes()
 	if err != nil {
 		return nil, err
@@ -113,6 +118,13 @@ func New(cfg Config) (*Server, error) {
 	}))
 	s.handler = securityHeaders(cop.Handler(mux))
 	return s, nil
+}
+
+// CloseLive ends the console's live streams; pages reconnect to another
+// server, or retry. Register it with http.Server.RegisterOnShutdown, since
+// a shutdown waits for every open request.
+func (s *Server) CloseLive() {
+	s.closeOnce.Do(func() { close(s.closing) })
 }
 
 // ServeHTTP serves a request.

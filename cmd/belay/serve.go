@@ -114,12 +114,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv.RegisterOnShutdown(api.CloseLive)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http", "err", err)
 		}
 	}()
-	defer srv.Shutdown(context.WithoutCancel(ctx))
+	defer func() {
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutCtx)
+	}()
 	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base})
 	senderDone := make(chan error, 1)
 	go func() { senderDone <- sender.Run(ctx) }()
