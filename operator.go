@@ -136,8 +136,11 @@ func (r *Runtime) Cancel(ctx context.Context, tenant, runID, by, note string) (s
 		return store.Run{}, fmt.Errorf("cancel: %w", err)
 	}
 	now := r.cfg.now()
+	payload, _ := json.Marshal(map[string]any{"run_id": run.ID, "tenant": run.Tenant, "agent": run.Agent, "user": run.User,
+		"status": store.StatusCanceled, "reason": "canceled", "by": by, "note": note, "steps": run.Step})
 	run, err = cs.CancelRun(ctx, store.CancelRunParams{Tenant: tenant, RunID: runID, By: by, Note: note, Now: now,
-		Events: []store.Event{event(run.Step, now, "canceled", map[string]any{"by": by, "note": note, "was": run.Status})}})
+		Events: []store.Event{event(run.Step, now, "canceled", map[string]any{"by": by, "note": note, "was": run.Status})},
+		Outbox: []store.OutboxMessage{{Kind: "run_finished", Payload: payload}}})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("cancel: %w", err)
 	}

@@ -141,6 +141,8 @@ type CancelRunParams struct {
 	Note   string
 	Now    time.Time
 	Events []Event
+	// Outbox holds notifications of the cancellation (run_finished).
+	Outbox []OutboxMessage
 }
 
 // AccessStore is the part of a store the HTTP server needs beyond running

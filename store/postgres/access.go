@@ -183,6 +183,7 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 			"now":    nanos(p.Now),
 		})
 		queueEvents(b, p.RunID, p.Events)
+		queueOutbox(b, p.RunID, p.Now, p.Outbox)
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {

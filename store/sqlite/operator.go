@@ -145,6 +145,9 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 		); err != nil {
 			return err
 		}
+		if err := insertOutbox(ctx, tx, p.RunID, p.Now, p.Outbox); err != nil {
+			return err
+		}
 		return insertEvents(ctx, tx, p.RunID, p.Events)
 	})
 	if err != nil {

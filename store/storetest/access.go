@@ -168,7 +168,8 @@ func testCancelRun(t *testing.T, s store.AccessStore) {
 	}
 	at := t0.Add(time.Minute)
 	got, err := s.CancelRun(ctx, store.CancelRunParams{Tenant: r.Tenant, RunID: r.ID, By: "alice", Note: "customer withdrew",
-		Now: at, Events: []store.Event{{RunID: r.ID, Step: r.Step, Type: "canceled", Time: at, Data: json.RawMessage(`{"by":"alice"}`)}}})
+		Now: at, Events: []store.Event{{RunID: r.ID, Step: r.Step, Type: "canceled", Time: at, Data: json.RawMessage(`{"by":"alice"}`)}},
+		Outbox: []store.OutboxMessage{{Kind: "run_finished", Payload: json.RawMessage(`{"status":"canceled"}`)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +186,13 @@ func testCancelRun(t *testing.T, s store.AccessStore) {
 	}
 	if evs := events(t, s, r.ID); len(evs) == 0 || evs[len(evs)-1].Type != "canceled" {
 		t.Errorf("events after cancel: %v", evs)
+	}
+	out, err := s.Outbox(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := out[len(out)-1]; last.Kind != "run_finished" || last.Tenant != r.Tenant || string(last.Payload) != `{"status":"canceled"}` {
+		t.Errorf("outbox after cancel: %+v", out)
 	}
 	if runs := claimAll(t, s, "w2", at.Add(time.Hour), time.Hour); slices.ContainsFunc(runs, func(c store.Run) bool { return c.ID == r.ID }) {
 		t.Error("a canceled run was claimed")
