@@ -202,12 +202,18 @@ type card struct {
 	// plain words and as JSON for an edit.
 	Args     []field
 	ArgsJSON string
-	// Prior are the side effects the run has applied; Evidence what its
-	// reads returned.
+	// Prior are the side effects the run has applied, Earlier those of
+	// the customer's other recent runs; Evidence what the run's reads
+	// returned.
 	Prior    []store.Effect
+	Earlier  []store.Effect
 	Evidence []evidence
 	Self     bool
 }
+
+// earlierRuns bounds how far back a card looks for a customer's side
+// effects.
+const earlierRuns = 20
 
 type field struct{ Name, Value string }
 
@@ -232,12 +238,42 @@ func (s *Server) card(r *http.Request, p Principal, a store.Approval) (card, err
 			c.Prior = append(c.Prior, e)
 		}
 	}
+	if c.Earlier, err = s.customerEffects(r, p.Tenant, run); err != nil {
+		return card{}, err
+	}
 	msgs, err := s.messages(r, run)
 	if err != nil {
 		return card{}, err
 	}
 	c.Evidence = gathered(msgs)
 	return c, nil
+}
+
+// customerEffects lists the side effects applied by the customer's other
+// recent runs, newest first: a third refund this week reads differently
+// from a first.
+func (s *Server) customerEffects(r *http.Request, tenant string, run store.Run) ([]store.Effect, error) {
+	runs, err := s.st.ListRuns(r.Context(), store.ListRunsParams{Tenant: tenant, User: run.User, Newest: true, Limit: earlierRuns + 1})
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Effect
+	for _, other := range runs {
+		if other.ID == run.ID {
+			continue
+		}
+		effects, err := s.st.Effects(r.Context(), tenant, other.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range slices.Backward(effects) {
+			if e.State == store.EffectDone {
+				e.Args = s.rt.RedactArgs(other.Agent, e.Tool, e.Args)
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
 }
 
 // gathered pairs each call of the run with what it returned: the evidence

@@ -154,6 +154,14 @@ func TestConsoleDecisions(t *testing.T) {
 		if !containsAll(body, run.ID, "st-done", "$0.") {
 			t.Errorf("the runs list lacks the run, its status or cost")
 		}
+		// The customer asks again: the new card shows the refund of the
+		// first run as earlier history.
+		f.start(op, "T-1002", "support", "ada", demoInput)
+		f.drain()
+		_, body = get(t, c, f.http.URL+"/console/")
+		if !containsAll(body, "Earlier for this customer", "issue_refund", "250", "/console/runs/"+run.ID) {
+			t.Errorf("the second card lacks the customer's earlier refund:\n%s", body)
+		}
 		_, body = get(t, c, f.http.URL+"/console/stats")
 		if !containsAll(body, "<svg", `class="seg-edited"`, "refund_large") {
 			t.Errorf("the stats page has no chart of the edit:\n%s", body)

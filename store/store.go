@@ -291,7 +291,9 @@ type ListRunsParams struct {
 	Tenant string
 	Status Status
 	Agent  string
-	Since  time.Time
+	// User keeps the runs of one user (a customer).
+	User  string
+	Since time.Time
 	// After is the ID of the last run of the previous page.
 	After string
 	Limit int

@@ -123,6 +123,7 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 		"tenant": p.Tenant,
 		"status": string(p.Status),
 		"agent":  p.Agent,
+		"user":   p.User,
 		"since":  nanos(p.Since),
 		"after":  p.After,
 		"limit":  limit,

@@ -117,6 +117,7 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 		sql.Named("tenant", p.Tenant),
 		sql.Named("status", string(p.Status)),
 		sql.Named("agent", p.Agent),
+		sql.Named("user", p.User),
 		sql.Named("since", nanos(p.Since)),
 		sql.Named("after", p.After),
 		sql.Named("limit", limit),

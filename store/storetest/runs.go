@@ -129,9 +129,14 @@ func listFixture(t *testing.T, s store.Store) (tenant string, runs []store.Run) 
 		if i%2 == 1 {
 			agent = "support"
 		}
+		user := "user-1"
+		if i%3 == 0 {
+			user = "ada"
+		}
 		runs = append(runs, newRun(t, s, store.CreateRunParams{
 			ID:     prefix + "-" + string(rune('a'+i)),
 			Tenant: tenant,
+			User:   user,
 			Agent:  agent,
 			Now:    t0.Add(time.Duration(i) * time.Minute),
 		}))
@@ -176,6 +181,8 @@ func testListRunsFilters(t *testing.T, s store.Store) {
 		{"status queued", store.ListRunsParams{Status: store.StatusQueued}, all[1:]},
 		{"status running", store.ListRunsParams{Status: store.StatusRunning}, nil},
 		{"agent", store.ListRunsParams{Agent: "support"}, []string{all[1], all[3]}},
+		{"user", store.ListRunsParams{User: "ada"}, []string{all[0], all[3]}},
+		{"user and agent", store.ListRunsParams{User: "ada", Agent: "support"}, all[3:4]},
 		{"since", store.ListRunsParams{Since: t0.Add(2 * time.Minute)}, all[2:]},
 		{"since between", store.ListRunsParams{Since: t0.Add(2*time.Minute + 1)}, all[3:]},
 		{"all filters", store.ListRunsParams{Status: store.StatusQueued, Agent: "billing", Since: t0.Add(time.Nanosecond)}, []string{all[2], all[4]}},

@@ -7,6 +7,7 @@ FROM runs
 WHERE (@tenant = '' OR tenant = @tenant)
     AND (@status = '' OR status = @status)
     AND (@agent = '' OR agent = @agent)
+    AND (@user = '' OR user_id = @user)
     AND (@since::bigint = 0 OR created_at >= @since)
     AND (@after = '' OR id < @after)
 ORDER BY id DESC
