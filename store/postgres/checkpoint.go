@@ -18,25 +18,35 @@ var (
 	runCheckpointKeepSQL string
 )
 
-// Checkpoint writes one step in one transaction and one round trip: the
-// statements go out together and run as one implicit transaction. The run's
-// new state comes first, fenced by its lease; if the fence does not match it
-// raises, and nothing of the checkpoint is written. Then the messages and
-// events it appends, the effects it settles, the approvals it asks for
-// and its notifications. A
-// checkpoint that lets go of a run still due (running or queued) wakes idle
-// workers, so another takes it at once.
+// Checkpoint writes one step in one transaction: the run's new state,
+// fenced by its lease, then the messages and events it appends, the effects
+// it settles, the approvals it asks for and its notifications. If the fence
+// does not match, nothing of it is written and it returns
+// store.ErrLeaseLost. A checkpoint that lets go of a run still due (running
+// or queued) wakes idle workers, so another takes it at once.
+//
+// Checkpoints made at once are group-committed (see checkpointer): those
+// of many runs share one statement and one commit, and each gets its own
+// outcome.
 //
 // A mid-run checkpoint that keeps the lease (KeepLease) leaves status,
 // lease, timer and claim order as they are: it changes no indexed column, so
 // PostgreSQL rewrites the row in place without touching its indexes.
 func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error {
 	u := p.Run
+	if u.KeepLease && (u.Status != store.StatusRunning || !u.ResumeAfter.IsZero()) {
+		return fmt.Errorf("checkpoint run %s: KeepLease with status %s", p.Fence.RunID, u.Status)
+	}
+	return s.checkpoints.do(ctx, p)
+}
+
+// checkpointOne writes one checkpoint in one round trip: the statements go
+// out together and run as one implicit transaction. The fenced update comes
+// first and raises if the fence does not match, which aborts the rest.
+func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams) error {
+	u := p.Run
 	query := runCheckpointSQL
 	if u.KeepLease {
-		if u.Status != store.StatusRunning || !u.ResumeAfter.IsZero() {
-			return fmt.Errorf("checkpoint run %s: KeepLease with status %s", p.Fence.RunID, u.Status)
-		}
 		query = runCheckpointKeepSQL
 	}
 	args := pgx.StrictNamedArgs{
@@ -69,11 +79,20 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 	queueSettles(b, p.Now, p.Effects)
 	queueApprovals(b, p.Fence.RunID, p.Now, p.Approvals)
 	queueOutbox(b, p.Fence.RunID, p.Now, p.Outbox)
-	if !u.KeepLease && u.LeaseExpires.IsZero() && (u.Status == store.StatusRunning || u.Status == store.StatusQueued) {
+	if wakes(u) {
 		b.Queue(runWakeupSQL, pgx.StrictNamedArgs{"id": p.Fence.RunID})
 	}
-	if err := s.send(ctx, b); err != nil {
-		return fmt.Errorf("checkpoint run %s: %w", p.Fence.RunID, err)
+	return checkpointError(p, s.send(ctx, b))
+}
+
+// wakes reports whether a checkpoint lets go of a run still due.
+func wakes(u store.RunUpdate) bool {
+	return !u.KeepLease && u.LeaseExpires.IsZero() && (u.Status == store.StatusRunning || u.Status == store.StatusQueued)
+}
+
+func checkpointError(p store.CheckpointParams, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("checkpoint run %s: %w", p.Fence.RunID, err)
 }

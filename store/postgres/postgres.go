@@ -69,6 +69,8 @@ type Store struct {
 	schema string
 	role   string
 
+	checkpoints *checkpointer
+
 	// mu guards listeners and closed. Wakeups adds to listeners; Close
 	// cancels them all and waits for their goroutines.
 	mu        sync.Mutex
@@ -122,11 +124,14 @@ func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	s.checkpoints = startCheckpointer(s, checkpointWriters, checkpointBatch, checkpointHelperMin)
 	return s, nil
 }
 
-// Close stops the Wakeups listeners, waits for their goroutines to exit and
+// Close stops the Wakeups listeners and the checkpoint writers, waits for
+// their goroutines to exit (a writer after the batch it is writing) and
 // closes the pool, waiting for the connections in use to be released.
+// Checkpoints made after Close fail with ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -136,6 +141,7 @@ func (s *Store) Close() error {
 		}
 		s.mu.Unlock()
 		s.wg.Wait()
+		s.checkpoints.close()
 		s.pool.Close()
 	})
 	return nil

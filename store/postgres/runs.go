@@ -26,6 +26,8 @@ var (
 	runListNewestSQL string
 	//go:embed query/run_claim.sql
 	runClaimSQL string
+	//go:embed query/run_claim_plan.sql
+	runClaimPlanSQL string
 	//go:embed query/run_take_over.sql
 	runTakeOverSQL string
 	//go:embed query/run_renew_lease.sql
@@ -144,17 +146,19 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, runClaimSQL, pgx.StrictNamedArgs{
+	var runs []store.Run
+	b := &pgx.Batch{}
+	b.Queue(runClaimPlanSQL)
+	b.Queue(runClaimSQL, pgx.StrictNamedArgs{
 		"owner":   p.Owner,
 		"now":     nanos(p.Now),
 		"expires": nanos(p.Now.Add(p.TTL)),
 		"limit":   p.Limit,
+	}).Query(func(rows pgx.Rows) (err error) {
+		runs, err = scanRuns(rows)
+		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("claim runs: %w", err)
-	}
-	runs, err := scanRuns(rows)
-	if err != nil {
+	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
 	return runs, nil

@@ -10,9 +10,12 @@ WITH due AS MATERIALIZED (
         AND (status = 'queued'
             OR (status = 'running' AND lease_expires <= @now)
             OR (status = 'paused' AND resume_after <> 0 AND resume_after <= @now))
-        -- A kill switch stops new work for its tenant, or everyone's.
-        AND NOT EXISTS (SELECT 1 FROM kill_switches k
-            WHERE k.engaged AND (k.tenant = '' OR k.tenant = runs.tenant))
+        -- A kill switch stops new work for its tenant, or everyone's. Two
+        -- checks that do not depend on the row scanned, so that the plan
+        -- tests them once, and hashes the engaged tenants, however many
+        -- rows it scans: the global switch, then the tenant's.
+        AND NOT EXISTS (SELECT 1 FROM kill_switches k WHERE k.engaged AND k.tenant = '')
+        AND runs.tenant NOT IN (SELECT k.tenant FROM kill_switches k WHERE k.engaged)
     ORDER BY changed_at, id
     LIMIT @limit
     FOR UPDATE SKIP LOCKED

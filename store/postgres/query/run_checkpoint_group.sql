@@ -1,0 +1,121 @@
+-- The checkpoints of several runs in one statement, and so in one
+-- transaction and one commit. Each checkpoint is a row of the run arrays,
+-- numbered from 1 in order (its ord); the rows it appends name it in their
+-- req arrays. It returns the ord of every checkpoint whose fence held: the
+-- others wrote nothing.
+--
+-- The fence is run_checkpoint.sql's, or run_checkpoint_keep.sql's for a
+-- checkpoint that keeps the lease, which leaves status, lease, timer and
+-- changed_at as they are (set to themselves, so the update stays HOT). The
+-- run ids must be distinct: a run updated twice in one statement takes only
+-- one of the two.
+--
+-- A settle of a key that was never begun raises BL002 and fails them all,
+-- as any other error does; the caller then writes each checkpoint alone to
+-- find out whose it was.
+WITH r AS (
+    SELECT *
+    FROM unnest(
+        @id::text[], @owner::text[], @epoch::bigint[], @keep::boolean[], @status::text[],
+        @step::integer[], @message_count::integer[], @input_tokens::bigint[],
+        @output_tokens::bigint[], @model_calls::bigint[], @cost_nano_usd::bigint[],
+        @plan::bytea[], @guard::bytea[], @resume_after::bigint[], @stop_reason::text[],
+        @stop_detail::text[], @final::text[], @escalation::bytea[], @lease_expires::bigint[],
+        @now::bigint[], @wake::boolean[]
+    ) WITH ORDINALITY AS r (
+        id, owner, epoch, keep, status, step, message_count, input_tokens, output_tokens,
+        model_calls, cost_nano_usd, plan, guard, resume_after, stop_reason, stop_detail, final,
+        escalation, lease_expires, now, wake, ord
+    )
+), fenced AS (
+    UPDATE runs
+    SET status = CASE WHEN r.keep THEN runs.status ELSE r.status END,
+        step = r.step,
+        message_count = r.message_count,
+        input_tokens = r.input_tokens,
+        output_tokens = r.output_tokens,
+        model_calls = r.model_calls,
+        cost_nano_usd = r.cost_nano_usd,
+        plan = r.plan,
+        guard = r.guard,
+        resume_after = CASE WHEN r.keep THEN runs.resume_after ELSE r.resume_after END,
+        stop_reason = r.stop_reason,
+        stop_detail = r.stop_detail,
+        final = r.final,
+        escalation = r.escalation,
+        lease_owner = CASE WHEN NOT r.keep AND r.lease_expires = 0 THEN '' ELSE runs.lease_owner END,
+        lease_expires = CASE WHEN r.keep THEN runs.lease_expires ELSE r.lease_expires END,
+        updated_at = r.now,
+        changed_at = CASE WHEN r.keep THEN runs.changed_at ELSE r.now END
+    FROM r
+    WHERE runs.id = r.id AND runs.lease_owner = r.owner AND runs.lease_owner <> ''
+        AND runs.lease_epoch = r.epoch
+        AND runs.status NOT IN ('done', 'failed', 'escalated', 'canceled')
+        AND (NOT r.keep OR runs.status = 'running')
+    RETURNING r.ord, runs.tenant, runs.id, r.now, r.wake
+), messages_added AS (
+    INSERT INTO messages (tenant, run_id, seq, step, role, content, created_at)
+    SELECT f.tenant, f.id, m.seq, m.step, m.role, m.content, m.created_at
+    FROM unnest(@message_req::bigint[], @message_seq::integer[], @message_step::integer[],
+            @message_role::text[], @message_content::bytea[], @message_created_at::bigint[])
+        AS m (req, seq, step, role, content, created_at)
+    JOIN fenced f ON f.ord = m.req
+), events_added AS (
+    -- In the order given, so that the ids, which order a run's trace, grow
+    -- in that order.
+    INSERT INTO events (tenant, run_id, step, type, ts, data)
+    SELECT f.tenant, f.id, e.step, e.type, e.ts, e.data
+    FROM unnest(@event_req::bigint[], @event_step::integer[], @event_type::text[],
+            @event_ts::bigint[], @event_data::bytea[])
+        WITH ORDINALITY AS e (req, step, type, ts, data, ord)
+    JOIN fenced f ON f.ord = e.req
+    ORDER BY e.ord
+), settles AS (
+    SELECT s.tenant, s.key, s.state, s.result, f.now
+    FROM unnest(@settle_req::bigint[], @settle_tenant::text[], @settle_key::text[],
+            @settle_state::text[], @settle_result::bytea[])
+        AS s (req, tenant, key, state, result)
+    JOIN fenced f ON f.ord = s.req
+), settled AS (
+    UPDATE effects
+    SET state = s.state, result = s.result, updated_at = s.now
+    FROM settles s
+    WHERE effects.tenant = s.tenant AND effects.key = s.key
+    RETURNING 1
+), approvals_added AS (
+    -- An approval asked for again by a replayed step, same call under
+    -- another id, is left as it is.
+    INSERT INTO approvals (
+        id, tenant, run_id, step, tool_use_id, tool, args, args_hash, reason, category, summary,
+        policy_version, binding, self_approval, status, expires_at, created_at
+    )
+    SELECT a.id, f.tenant, f.id, a.step, a.tool_use_id, a.tool, a.args, a.args_hash, a.reason,
+        a.category, a.summary, a.policy_version, a.binding, a.self_approval, 'pending',
+        a.expires_at, f.now
+    FROM unnest(@approval_req::bigint[], @approval_id::text[], @approval_step::integer[],
+            @approval_tool_use_id::text[], @approval_tool::text[], @approval_args::bytea[],
+            @approval_args_hash::text[], @approval_reason::text[], @approval_category::text[],
+            @approval_summary::text[], @approval_policy_version::text[], @approval_binding::text[],
+            @approval_self_approval::boolean[], @approval_expires_at::bigint[])
+        WITH ORDINALITY AS a (req, id, step, tool_use_id, tool, args, args_hash, reason, category,
+            summary, policy_version, binding, self_approval, expires_at, ord)
+    JOIN fenced f ON f.ord = a.req
+    ORDER BY a.ord
+    ON CONFLICT (tenant, run_id, tool, args_hash) DO NOTHING
+), outbox_added AS (
+    INSERT INTO outbox (tenant, run_id, kind, payload, created_at)
+    SELECT f.tenant, f.id, o.kind, o.payload, f.now
+    FROM unnest(@outbox_req::bigint[], @outbox_kind::text[], @outbox_payload::bytea[])
+        WITH ORDINALITY AS o (req, kind, payload, ord)
+    JOIN fenced f ON f.ord = o.req
+    ORDER BY o.ord
+)
+-- A checkpoint that lets go of a run still due wakes idle workers, as
+-- run_wakeup.sql does.
+SELECT f.ord,
+    CASE WHEN f.wake THEN pg_notify('belay_wakeup',
+        json_build_object('schema', current_schema(), 'tenant', f.tenant, 'run', f.id)::text)::text
+    END
+FROM fenced f
+WHERE raise_if((SELECT count(*) FROM settled) <> (SELECT count(*) FROM settles),
+    'BL002', 'settle effect: never begun');
