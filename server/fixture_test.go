@@ -28,7 +28,7 @@ import (
 
 // demoInput is the support desk's double charge: its run asks to refund
 // 288.00 USD on invoice INV-2026-004512, which needs a person's approval.
-const demoInput = "Hi, I was charged twice for my last invoice (INV-2026-004512). Can you fix it? - Ada (ada@example.com), ticket T-1001"
+const demoInput = support.DoubleChargeRequest
 
 // secret is planted in a sensitive argument; it must never be shown.
 const secret = "sk_live_PLANTED_9f3a7c"

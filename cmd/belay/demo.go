@@ -20,7 +20,7 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-const demoInput = "Hi, I was charged twice for my last invoice (INV-2026-004512). Can you fix it? - Ada (ada@example.com), ticket T-1001"
+const demoInput = support.DoubleChargeRequest
 
 // demoSummary is what `belay demo --json` prints.
 type demoSummary struct {

@@ -12,7 +12,7 @@ import (
 )
 
 // demoInput is the ticket as `belay demo` submits it.
-const demoInput = "Hi, I was charged twice for my last invoice (INV-2026-004512). Can you fix it? - Ada (ada@example.com), ticket T-1001"
+const demoInput = DoubleChargeRequest
 
 const wantFinal = "Hi, sorry about the double charge. We refunded the duplicate payment of 288.00 USD on invoice INV-2026-004512 " +
 	"(refund RF-00001). It goes back to your original card within 5 to 10 business days."

@@ -75,6 +75,10 @@ func OpenWorld(ctx context.Context, path string) (*World, error) {
 // Close closes the database.
 func (w *World) Close() error { return w.db.Close() }
 
+// DoubleChargeRequest is ticket T-1001 as Ada wrote it: the request of the
+// scenario Seed prepares.
+const DoubleChargeRequest = "Hi, I was charged twice for my last invoice (INV-2026-004512). Can you fix it? - Ada (ada@example.com), ticket T-1001"
+
 // Seed inserts the scenario: ticket T-1001 from Ada Lovelace, invoice
 // INV-2026-004512 of 288.00 USD charged twice (CH-1, and CH-2 the duplicate),
 // and the knowledge base. Seeding again changes nothing, so every process of
