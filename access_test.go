@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/sqlite"
 )
 
 const planted = "4242-4242-4242-4242"
@@ -20,12 +22,23 @@ type cardArgs struct {
 	Amount float64 `json:"amount"`
 }
 
-// cardAgent charges a card (a sensitive argument) and answers.
-func cardAgent(seen *[]cardArgs, mu *sync.Mutex, policy Policy) *Agent {
+// cardDesk runs an agent that charges a card (a sensitive argument) and
+// answers, over a new store, and keeps what its tool received.
+type cardDesk struct {
+	st *sqlite.Store
+	rt *Runtime
+
+	mu   sync.Mutex
+	seen []cardArgs
+}
+
+func newCardDesk(t *testing.T, policy Policy, humanApproval bool) *cardDesk {
+	t.Helper()
+	d := &cardDesk{st: openStore(t)}
 	charge := NewTool("charge", "charge a card", Irreversible, func(ctx context.Context, in cardArgs) (string, error) {
-		mu.Lock()
-		*seen = append(*seen, in)
-		mu.Unlock()
+		d.mu.Lock()
+		d.seen = append(d.seen, in)
+		d.mu.Unlock()
 		return "charged", nil
 	})
 	charge.Sensitive = []string{"card_number"}
@@ -38,28 +51,45 @@ func cardAgent(seen *[]cardArgs, mu *sync.Mutex, policy Policy) *Agent {
 	if policy == nil {
 		policy = DefaultPolicy
 	}
-	return &Agent{Name: "cards", Version: "v1", Model: m, Tools: []Tool{charge}, Policy: policy, PolicyVersion: "p1"}
+	agent := &Agent{Name: "cards", Version: "v1", Model: m, Tools: []Tool{charge}, Policy: policy, PolicyVersion: "p1"}
+	rt, err := New(Config{Store: d.st, Agents: []*Agent{agent}, HumanApproval: humanApproval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.rt = rt
+	return d
+}
+
+// run starts a run of the card agent for ada and drains it.
+func (d *cardDesk) run(t *testing.T, requestedBy string) store.Run {
+	t.Helper()
+	run, _, err := d.rt.StartRun(context.Background(), RunRequest{Agent: "cards", Tenant: "acme", User: "ada",
+		Input: "charge me", RequestedBy: requestedBy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.drain(t)
+	return run
+}
+
+func (d *cardDesk) drain(t *testing.T) {
+	t.Helper()
+	if err := d.rt.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d *cardDesk) charged() []cardArgs {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.seen)
 }
 
 func TestSensitiveArgumentsNeverReachTheTrace(t *testing.T) {
 	t.Parallel()
-	st := openStore(t)
-	var (
-		mu   sync.Mutex
-		seen []cardArgs
-	)
-	rt, err := New(Config{Store: st, Agents: []*Agent{cardAgent(&seen, &mu, nil)}, HumanApproval: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, _, err := rt.StartRun(ctx, RunRequest{Agent: "cards", Tenant: "acme", User: "ada", Input: "charge me"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := newCardDesk(t, nil, true)
+	st, rt, ctx := d.st, d.rt, context.Background()
+	run := d.run(t, "")
 	pending, err := st.Approvals(ctx, store.ListApprovalsParams{RunID: run.ID, Status: store.ApprovalPending})
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("pending approvals %v, %v", pending, err)
@@ -82,14 +112,10 @@ func TestSensitiveArgumentsNeverReachTheTrace(t *testing.T) {
 	if !strings.Contains(string(decided.EditedArgs), planted) {
 		t.Errorf("edited arguments lost the card number: %s", decided.EditedArgs)
 	}
-	if err := rt.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	if len(seen) != 1 || seen[0].Card != planted || seen[0].Amount != 15 {
+	d.drain(t)
+	if seen := d.charged(); len(seen) != 1 || seen[0].Card != planted || seen[0].Amount != 15 {
 		t.Errorf("the tool saw %+v; want the real card and the edited amount", seen)
 	}
-	mu.Unlock()
 	evs, err := st.Events(ctx, run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -119,31 +145,17 @@ func TestSensitiveArgumentsNeverReachTheTrace(t *testing.T) {
 func TestRequesterCannotApproveOwnRun(t *testing.T) {
 	t.Parallel()
 	for _, allow := range []bool{false, true} {
-		st := openStore(t)
-		var (
-			mu   sync.Mutex
-			seen []cardArgs
-		)
 		policy := func(ctx context.Context, call PolicyCall) (Decision, error) {
 			return Decision{Verdict: NeedsApproval, Reason: "charges need a person", SelfApproval: allow}, nil
 		}
-		rt, err := New(Config{Store: st, Agents: []*Agent{cardAgent(&seen, &mu, policy)}, HumanApproval: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		run, _, err := rt.StartRun(ctx, RunRequest{Agent: "cards", Tenant: "acme", User: "ada", Input: "charge me", RequestedBy: "human:ada"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Drain(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := newCardDesk(t, policy, true)
+		st, rt, ctx := d.st, d.rt, context.Background()
+		run := d.run(t, "human:ada")
 		pending, _ := st.Approvals(ctx, store.ListApprovalsParams{RunID: run.ID, Status: store.ApprovalPending})
 		if len(pending) != 1 {
 			t.Fatalf("%d pending approvals", len(pending))
 		}
-		_, err = rt.Decide(ctx, "acme", pending[0].ID, ApprovalDecision{Verdict: "approve", By: "human:ada"})
+		_, err := rt.Decide(ctx, "acme", pending[0].ID, ApprovalDecision{Verdict: "approve", By: "human:ada"})
 		if allow {
 			if err != nil {
 				t.Errorf("policy allows self-approval, Decide: %v", err)
@@ -176,22 +188,10 @@ func TestRequesterCannotApproveOwnRun(t *testing.T) {
 
 func TestRunFinishedNotification(t *testing.T) {
 	t.Parallel()
-	st := openStore(t)
-	var (
-		mu   sync.Mutex
-		seen []cardArgs
-	)
 	allow := func(ctx context.Context, call PolicyCall) (Decision, error) { return Decision{Verdict: Allow}, nil }
-	rt, err := New(Config{Store: st, Agents: []*Agent{cardAgent(&seen, &mu, allow)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, _, _ := rt.StartRun(ctx, RunRequest{Agent: "cards", Tenant: "acme", User: "ada", Input: "charge me"})
-	if err := rt.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
-	out, err := st.Outbox(ctx, run.ID)
+	d := newCardDesk(t, allow, false)
+	run := d.run(t, "")
+	out, err := d.st.Outbox(context.Background(), run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,20 +202,9 @@ func TestRunFinishedNotification(t *testing.T) {
 
 func TestCancelStopsTheRun(t *testing.T) {
 	t.Parallel()
-	st := openStore(t)
-	var (
-		mu   sync.Mutex
-		seen []cardArgs
-	)
-	rt, err := New(Config{Store: st, Agents: []*Agent{cardAgent(&seen, &mu, nil)}, HumanApproval: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, _, _ := rt.StartRun(ctx, RunRequest{Agent: "cards", Tenant: "acme", User: "ada", Input: "charge me"})
-	if err := rt.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := newCardDesk(t, nil, true)
+	st, rt, ctx := d.st, d.rt, context.Background()
+	run := d.run(t, "")
 	if _, err := rt.Cancel(ctx, "other", run.ID, "human:maya", ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("cancel from another tenant: %v", err)
 	}
@@ -230,12 +219,8 @@ func TestCancelStopsTheRun(t *testing.T) {
 	if len(as) != 1 || as[0].Status != store.ApprovalRejected {
 		t.Errorf("approvals after cancel %+v", as)
 	}
-	if err := rt.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) != 0 {
+	d.drain(t)
+	if seen := d.charged(); len(seen) != 0 {
 		t.Errorf("a canceled run charged %+v", seen)
 	}
 	if _, err := rt.Cancel(ctx, "acme", run.ID, "human:maya", ""); !errors.Is(err, store.ErrWrongStatus) {
