@@ -235,8 +235,11 @@ func TestCrashAtEveryWriteBoundary(t *testing.T) {
 			// The worker finished without reaching this point: every
 			// boundary has been crashed at.
 			st.Close()
-			if point < 5*len(crashPlan) {
-				t.Fatalf("only %d crash points; the plan has more write boundaries than that", point-1)
+			// The claim; per step its model response (which carries the
+			// previous step's tool results), the intent, the landing
+			// downstream and the settled effect; the final answer; the stop.
+			if want := 1 + 4*len(crashPlan) + 2; point-1 != want {
+				t.Fatalf("%d crash points, want %d: the plan's write boundaries have changed", point-1, want)
 			}
 			break
 		}

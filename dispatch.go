@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/belayrun/belay/internal/guard"
 	"github.com/belayrun/belay/internal/ledger"
@@ -69,19 +68,16 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleUser, Content: results})
 	x.run.Step++
 	x.emit("checkpoint", map[string]any{"messages": len(x.msgs), "cost_usd": model.Nanodollars(x.run.CostNanoUSD).Dollars()})
-	if err := x.write(ctx, nil); err != nil {
-		return err
-	}
+	x.stepUnsaved = true
 	if escalate {
 		return x.escalate(ctx, store.StatusEscalated, "stuck_loop", fmt.Sprintf(
 			"the %s loop detector fired again after the model was asked to replan", x.agent.detector.Mode), nil, nil)
 	}
-	if obs := x.r.cfg.StepObserver; obs != nil {
-		obs(StepTiming{RunID: x.run.ID, Step: x.run.Step, Total: x.r.cfg.now().Sub(x.stepStart),
-			Model: x.modelTime, Tools: x.toolTime})
-	}
-	x.modelTime, x.toolTime = 0, 0
-	x.stepStart = time.Time{}
+	// The results are made durable by the run's next write, which is almost
+	// always the next model response: one commit a step instead of two. What
+	// that can lose in a crash is safe to do again: every side effect of the
+	// turn is already settled in the ledger, which answers its replay, and
+	// the tools that only read read the world afresh.
 	return nil
 }
 

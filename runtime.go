@@ -78,10 +78,12 @@ type ObservedRun struct {
 type StepTiming struct {
 	RunID string
 	Step  int
-	// Total is the wall time of the step, claim to checkpoint.
+	// Total is the wall time of the step: from the run's previous durable
+	// write (or its claim) to the write that makes the step's tool results
+	// durable, which also carries the model response that follows them.
 	Total time.Duration
-	// Model and Tools are the time spent waiting for them; the rest is
-	// Belay's overhead.
+	// Model and Tools are the time spent waiting for them within Total; the
+	// rest is Belay's overhead.
 	Model time.Duration
 	Tools time.Duration
 }

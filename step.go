@@ -32,9 +32,12 @@ type execution struct {
 	// applied reports that the tool call in progress applied a side effect.
 	applied bool
 
-	stepStart time.Time
-	modelTime time.Duration
-	toolTime  time.Duration
+	// stepUnsaved reports a dispatched step whose tool results the next
+	// write makes durable; the step ends there, and its timing is observed.
+	stepUnsaved bool
+	stepStart   time.Time
+	modelTime   time.Duration
+	toolTime    time.Duration
 
 	// renewedAt is the unix nanotime of the last successful lease renewal.
 	renewedAt atomic.Int64
@@ -135,9 +138,10 @@ func (x *execution) loop(ctx context.Context) error {
 			return errStop
 		}
 		last := x.msgs[len(x.msgs)-1]
-		// A step runs from the model call to the checkpoint of its tool
-		// results; a resumed step starts where the worker picked it up.
-		if last.Role == model.RoleUser || x.stepStart.IsZero() {
+		// A step runs from the run's previous write to the write that makes
+		// its tool results durable; a resumed step starts where the worker
+		// picked it up.
+		if x.stepStart.IsZero() {
 			x.stepStart = x.r.cfg.now()
 		}
 		var err error
@@ -222,7 +226,8 @@ func (x *execution) think(ctx context.Context) error {
 		x.emit("model_fallback", map[string]any{"from": x.agent.Model.Name(), "to": used.Name(), "error": err.Error()})
 		resp, err = used.Generate(ctx, req)
 	}
-	x.modelTime = x.r.cfg.now().Sub(start)
+	latency := x.r.cfg.now().Sub(start)
+	x.modelTime += latency
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -249,7 +254,7 @@ func (x *execution) think(ctx context.Context) error {
 		"model": used.Name(), "thought": text, "tool_calls": calls,
 		"stop_reason": resp.StopReason, "input_tokens": resp.Usage.InputTokens,
 		"output_tokens": resp.Usage.OutputTokens, "cost_usd": cost.Dollars(),
-		"latency_ms": float64(x.modelTime.Microseconds()) / 1000,
+		"latency_ms": float64(latency.Microseconds()) / 1000,
 	}
 	if planChanged {
 		data["plan"] = x.plan.Steps
@@ -451,6 +456,13 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 	if !p.Run.KeepLease {
 		x.renewedAt.Store(now.UnixNano())
 	}
+	done := x.r.cfg.now()
+	if obs := x.r.cfg.StepObserver; obs != nil && x.stepUnsaved {
+		obs(StepTiming{RunID: x.run.ID, Step: x.run.Step, Total: done.Sub(x.stepStart),
+			Model: x.modelTime, Tools: x.toolTime})
+	}
+	x.stepUnsaved = false
+	x.stepStart, x.modelTime, x.toolTime = done, 0, 0
 	return nil
 }
 
