@@ -17,6 +17,8 @@ var (
 	approvalInsertSQL string
 	//go:embed query/approval_list.sql
 	approvalListSQL string
+	//go:embed query/approval_list_run.sql
+	approvalListRunSQL string
 	//go:embed query/approval_get.sql
 	approvalGetSQL string
 	//go:embed query/approval_decide.sql
@@ -58,7 +60,11 @@ func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]s
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.read.QueryContext(ctx, approvalListSQL,
+	query := approvalListSQL
+	if p.RunID != "" {
+		query = approvalListRunSQL
+	}
+	rows, err := s.read.QueryContext(ctx, query,
 		sql.Named("tenant", p.Tenant),
 		sql.Named("run_id", p.RunID),
 		sql.Named("status", string(p.Status)),

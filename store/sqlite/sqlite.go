@@ -85,7 +85,7 @@ func (c Config) validate() error {
 // Store is a Belay database in one SQLite file.
 type Store struct {
 	writer *writer
-	read   *sql.DB
+	read   *reader
 
 	closeOnce sync.Once
 	closeErr  error
@@ -138,7 +138,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	}
 	read.SetMaxOpenConns(readConns)
 	read.SetMaxIdleConns(readConns)
-	return &Store{writer: w, read: read}, nil
+	return &Store{writer: w, read: &reader{db: read}}, nil
 }
 
 // Close stops the writer after the batch in flight, then closes the

@@ -1,12 +1,35 @@
--- A waiting_approval run and a paused run without resume_after wait for a
--- person, never for the clock.
+-- The runs a claim takes, oldest first: queued, running on an expired lease
+-- (a worker died or let go), or paused until a time that has come. A
+-- waiting_approval run and a paused run without resume_after wait for a
+-- person, never for the clock. Each kind is read in its own index's order up
+-- to the limit, so a claim costs the runs it takes, not all that wait. A kill
+-- switch stops new work for its tenant, or everyone's.
 SELECT id
-FROM runs
-WHERE (status = 'queued'
-    OR (status = 'running' AND lease_expires <= @now)
-    OR (status = 'paused' AND resume_after <> 0 AND resume_after <= @now))
-    -- A kill switch stops new work for its tenant, or everyone's.
-    AND NOT EXISTS (SELECT 1 FROM kill_switches k
-        WHERE k.engaged = 1 AND (k.tenant = '' OR k.tenant = runs.tenant))
+FROM (
+    SELECT id, updated_at FROM (
+        -- Without statistics the planner would pick the status index and
+        -- sort.
+        SELECT id, updated_at FROM runs INDEXED BY runs_queued
+        WHERE status = 'queued'
+            AND NOT EXISTS (SELECT 1 FROM kill_switches k
+                WHERE k.engaged = 1 AND (k.tenant = '' OR k.tenant = runs.tenant))
+        ORDER BY updated_at, id
+        LIMIT @limit)
+    UNION ALL
+    SELECT id, updated_at FROM (
+        SELECT id, updated_at FROM runs
+        WHERE status = 'running' AND lease_expires <= @now
+            AND NOT EXISTS (SELECT 1 FROM kill_switches k
+                WHERE k.engaged = 1 AND (k.tenant = '' OR k.tenant = runs.tenant))
+        ORDER BY lease_expires
+        LIMIT @limit)
+    UNION ALL
+    SELECT id, updated_at FROM (
+        SELECT id, updated_at FROM runs
+        WHERE status = 'paused' AND resume_after <> 0 AND resume_after <= @now
+            AND NOT EXISTS (SELECT 1 FROM kill_switches k
+                WHERE k.engaged = 1 AND (k.tenant = '' OR k.tenant = runs.tenant))
+        ORDER BY resume_after
+        LIMIT @limit))
 ORDER BY updated_at, id
 LIMIT @limit;

@@ -1,0 +1,11 @@
+-- approval_list.sql for one run, through the run's index rather than a scan
+-- of every approval.
+SELECT id, tenant, run_id, step, tool_use_id, tool, args, args_hash, reason, category, summary,
+    policy_version, binding, self_approval, status, expires_at, created_at, edited_args, edited_hash,
+    decided_by, decided_at, note
+FROM approvals
+WHERE run_id = @run_id
+    AND (@tenant = '' OR tenant = @tenant)
+    AND (@status = '' OR status = @status)
+ORDER BY created_at, rowid
+LIMIT @limit;
