@@ -26,9 +26,10 @@ func openBenchStore(ctx context.Context, cfg benchConfig) (store.Store, string, 
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	schema := "belay_bench_" + hex.EncodeToString(b[:])
-	// As many connections as runs in flight, so the pool is not what is
-	// measured.
-	s, err := postgres.Open(ctx, cfg.url, postgres.Config{Schema: schema, MaxConns: int32(min(cfg.concurrency, 64))})
+	// The pool the store opens by default, as `belay serve` has: group
+	// commit needs few connections, and on two cores 64 server processes
+	// spent more time switching between themselves than writing.
+	s, err := postgres.Open(ctx, cfg.url, postgres.Config{Schema: schema})
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("bench: open %s: %w", redactURL(cfg.url), err)
 	}
