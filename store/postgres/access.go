@@ -44,7 +44,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 		roles[i] = string(r)
 	}
 	b := s.batch(k.Tenant)
-	b.Queue(apiKeyInsertSQL, pgx.StrictNamedArgs{
+	b.Queue(apiKeyInsertSQL, namedArgs{
 		"id":          k.ID,
 		"tenant":      k.Tenant,
 		"name":        k.Name,
@@ -62,7 +62,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 // APIKey returns a key by id in any tenant, as the owner: the server looks
 // it up before it knows the tenant.
 func (s *Store) APIKey(ctx context.Context, id string) (store.APIKey, error) {
-	k, err := scanAPIKey(s.pool.QueryRow(ctx, apiKeyGetSQL, pgx.StrictNamedArgs{"id": id}))
+	k, err := scanAPIKey(s.pool.QueryRow(ctx, apiKeyGetSQL, namedArgs{"id": id}))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}
@@ -77,7 +77,7 @@ func (s *Store) APIKey(ctx context.Context, id string) (store.APIKey, error) {
 func (s *Store) APIKeys(ctx context.Context, tenant string) ([]store.APIKey, error) {
 	var ks []store.APIKey
 	b := s.batch(tenant)
-	b.Queue(apiKeyListSQL, pgx.StrictNamedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(apiKeyListSQL, namedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) (err error) {
 		ks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.APIKey, error) { return scanAPIKey(row) })
 		return err
 	})
@@ -91,8 +91,8 @@ func (s *Store) APIKeys(ctx context.Context, tenant string) ([]store.APIKey, err
 // one implicit transaction.
 func (s *Store) RevokeAPIKey(ctx context.Context, tenant, id string, now time.Time) error {
 	b := s.batch(tenant)
-	b.Queue(apiKeyRevokeSQL, pgx.StrictNamedArgs{"id": id, "tenant": tenant, "now": nanos(now)})
-	b.Queue(sessionEndKeySQL, pgx.StrictNamedArgs{"key_id": id})
+	b.Queue(apiKeyRevokeSQL, namedArgs{"id": id, "tenant": tenant, "now": nanos(now)})
+	b.Queue(sessionEndKeySQL, namedArgs{"key_id": id})
 	if err := s.send(ctx, b); err != nil {
 		return fmt.Errorf("revoke api key %s: %w", id, err)
 	}
@@ -103,7 +103,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, tenant, id string, now time.Ti
 // same tenant.
 func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	b := s.batch(sess.Tenant)
-	b.Queue(sessionInsertSQL, pgx.StrictNamedArgs{
+	b.Queue(sessionInsertSQL, namedArgs{
 		"token_hash": sess.TokenHash,
 		"tenant":     sess.Tenant,
 		"key_id":     sess.KeyID,
@@ -123,7 +123,7 @@ func (s *Store) Session(ctx context.Context, tokenHash string, now time.Time) (s
 		sess             store.Session
 		created, expires int64
 	)
-	err := s.pool.QueryRow(ctx, sessionGetSQL, pgx.StrictNamedArgs{"token_hash": tokenHash, "now": nanos(now)}).
+	err := s.pool.QueryRow(ctx, sessionGetSQL, namedArgs{"token_hash": tokenHash, "now": nanos(now)}).
 		Scan(&sess.TokenHash, &sess.KeyID, &sess.Tenant, &created, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
@@ -141,7 +141,7 @@ func (s *Store) Session(ctx context.Context, tokenHash string, now time.Time) (s
 // sessions of a key: that one runs as the key's tenant, and the application
 // role never deletes.
 func (s *Store) EndSession(ctx context.Context, tokenHash string) error {
-	if _, err := s.pool.Exec(ctx, sessionEndSQL, pgx.StrictNamedArgs{"token_hash": tokenHash}); err != nil {
+	if _, err := s.pool.Exec(ctx, sessionEndSQL, namedArgs{"token_hash": tokenHash}); err != nil {
 		return fmt.Errorf("end session: %w", err)
 	}
 	return nil
@@ -167,7 +167,7 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 			detail = "canceled by " + p.By
 		}
 		b := &pgx.Batch{}
-		b.Queue(runCancelSQL, pgx.StrictNamedArgs{
+		b.Queue(runCancelSQL, namedArgs{
 			"id":          p.RunID,
 			"tenant":      p.Tenant,
 			"stop_detail": detail,
@@ -176,7 +176,7 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 			run, err = scanRun(row)
 			return err
 		})
-		b.Queue(approvalRejectRunSQL, pgx.StrictNamedArgs{
+		b.Queue(approvalRejectRunSQL, namedArgs{
 			"run_id": p.RunID,
 			"by":     p.By,
 			"note":   p.Note,

@@ -37,7 +37,7 @@ var (
 // for the same (tenant, run, tool, args hash) is kept as it is.
 func queueApprovals(b *pgx.Batch, runID string, now time.Time, as []store.Approval) {
 	for _, a := range as {
-		b.Queue(approvalInsertSQL, pgx.StrictNamedArgs{
+		b.Queue(approvalInsertSQL, namedArgs{
 			"id":             a.ID,
 			"run_id":         runID,
 			"step":           a.Step,
@@ -66,7 +66,7 @@ func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]s
 	}
 	var as []store.Approval
 	b := s.batch(p.Tenant)
-	b.Queue(approvalListSQL, pgx.StrictNamedArgs{
+	b.Queue(approvalListSQL, namedArgs{
 		"tenant": p.Tenant,
 		"run_id": p.RunID,
 		"status": string(p.Status),
@@ -91,7 +91,7 @@ func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]s
 func (s *Store) GetApproval(ctx context.Context, tenant, id string) (store.Approval, error) {
 	var a store.Approval
 	b := s.batch(tenant)
-	b.Queue(approvalGetSQL, pgx.StrictNamedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) (err error) {
+	b.Queue(approvalGetSQL, namedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) (err error) {
 		a, err = scanApproval(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
@@ -110,7 +110,7 @@ func (s *Store) GetApproval(ctx context.Context, tenant, id string) (store.Appro
 // of a run at once cannot both see the other's still pending.
 func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store.Approval, error) {
 	var cur, decided store.Approval
-	key := pgx.StrictNamedArgs{"id": p.ID, "tenant": p.Tenant}
+	key := namedArgs{"id": p.ID, "tenant": p.Tenant}
 	b := s.txBatch(p.Tenant)
 	b.Queue(approvalLockRunSQL, key)
 	b.Queue(approvalGetSQL, key).QueryRow(func(row pgx.Row) (err error) {
@@ -131,7 +131,7 @@ func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store
 		}
 		b := &pgx.Batch{}
 		queueDecide(b, p, &decided)
-		b.Queue(runWakeDecidedSQL, pgx.StrictNamedArgs{"run_id": cur.RunID, "now": nanos(p.Now)})
+		b.Queue(runWakeDecidedSQL, namedArgs{"run_id": cur.RunID, "now": nanos(p.Now)})
 		queueEvents(b, cur.RunID, p.Events)
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -144,7 +144,7 @@ func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store
 // queueDecide decides a pending approval into *decided, or fails with
 // store.ErrDecided.
 func queueDecide(b *pgx.Batch, p store.DecideParams, decided *store.Approval) {
-	b.Queue(approvalDecideSQL, pgx.StrictNamedArgs{
+	b.Queue(approvalDecideSQL, namedArgs{
 		"id":          p.ID,
 		"binding":     p.Binding,
 		"status":      string(p.Status),
@@ -168,7 +168,7 @@ func queueDecide(b *pgx.Batch, p store.DecideParams, decided *store.Approval) {
 func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
 	var dueIDs []string
 	b := s.txBatch("")
-	b.Queue(approvalDueSQL, pgx.StrictNamedArgs{"now": nanos(now)}).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(approvalDueSQL, namedArgs{"now": nanos(now)}).Query(func(rows pgx.Rows) (err error) {
 		dueIDs, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
@@ -179,7 +179,7 @@ func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error)
 		}
 		// Read again now that the runs are locked: a person may have
 		// decided one of them in between.
-		rows, err := tx.Query(ctx, approvalListPendingSQL, pgx.StrictNamedArgs{"ids": dueIDs})
+		rows, err := tx.Query(ctx, approvalListPendingSQL, namedArgs{"ids": dueIDs})
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error)
 			if err != nil {
 				return err
 			}
-			b.Queue(runWakeDecidedSQL, pgx.StrictNamedArgs{"run_id": a.RunID, "now": nanos(now)})
+			b.Queue(runWakeDecidedSQL, namedArgs{"run_id": a.RunID, "now": nanos(now)})
 			queueEvents(b, a.RunID, []store.Event{{Step: a.Step, Type: "approval_expired", Time: now, Data: data}})
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {

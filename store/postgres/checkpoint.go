@@ -49,7 +49,7 @@ func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams) err
 	if u.KeepLease {
 		query = runCheckpointKeepSQL
 	}
-	args := pgx.StrictNamedArgs{
+	args := namedArgs{
 		"id":            p.Fence.RunID,
 		"owner":         p.Fence.Owner,
 		"epoch":         p.Fence.Epoch,
@@ -80,7 +80,7 @@ func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams) err
 	queueApprovals(b, p.Fence.RunID, p.Now, p.Approvals)
 	queueOutbox(b, p.Fence.RunID, p.Now, p.Outbox)
 	if wakes(u) {
-		b.Queue(runWakeupSQL, pgx.StrictNamedArgs{"id": p.Fence.RunID})
+		b.Queue(runWakeupSQL, namedArgs{"id": p.Fence.RunID})
 	}
 	return checkpointError(p, s.send(ctx, b))
 }

@@ -7,7 +7,6 @@ import (
 
 	_ "embed"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/belayrun/belay/store"
@@ -265,7 +264,7 @@ func (s *Store) checkpointGroup(rs []*checkpointRequest) ([]bool, error) {
 
 // groupArgs lays a batch out as the arrays run_checkpoint_group.sql
 // unnests.
-func groupArgs(rs []*checkpointRequest) pgx.StrictNamedArgs {
+func groupArgs(rs []*checkpointRequest) namedArgs {
 	var a groupArrays
 	for i, r := range rs {
 		a.add(int64(i+1), &r.p)
@@ -382,8 +381,8 @@ func (a *groupArrays) add(ord int64, p *store.CheckpointParams) {
 	}
 }
 
-func (a *groupArrays) args() pgx.StrictNamedArgs {
-	return pgx.StrictNamedArgs{
+func (a *groupArrays) args() namedArgs {
+	return namedArgs{
 		"id": a.id, "owner": a.owner, "epoch": a.epoch, "keep": a.keep, "status": a.status,
 		"step": a.step, "message_count": a.messageCount, "input_tokens": a.inputTokens,
 		"output_tokens": a.outputTokens, "model_calls": a.modelCalls, "cost_nano_usd": a.cost,

@@ -48,8 +48,8 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 		fresh   bool
 	)
 	b := s.txBatch(in.Tenant)
-	b.Queue(runFenceShareSQL, pgx.StrictNamedArgs{"id": p.Fence.RunID, "owner": p.Fence.Owner, "epoch": p.Fence.Epoch})
-	b.Queue(effectInsertSQL, pgx.StrictNamedArgs{
+	b.Queue(runFenceShareSQL, namedArgs{"id": p.Fence.RunID, "owner": p.Fence.Owner, "epoch": p.Fence.Epoch})
+	b.Queue(effectInsertSQL, namedArgs{
 		"tenant":    in.Tenant,
 		"key":       in.Key,
 		"run_id":    p.Fence.RunID,
@@ -91,7 +91,7 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 // beginExisting begins a key the ledger has, locking its row first.
 func beginExisting(ctx context.Context, tx pgx.Tx, p store.BeginEffectParams) (store.Effect, bool, error) {
 	in := p.Effect
-	key := pgx.StrictNamedArgs{"tenant": in.Tenant, "key": in.Key}
+	key := namedArgs{"tenant": in.Tenant, "key": in.Key}
 	cur, err := scanEffect(tx.QueryRow(ctx, effectLockSQL, key))
 	switch {
 	case err != nil:
@@ -101,12 +101,12 @@ func beginExisting(ctx context.Context, tx pgx.Tx, p store.BeginEffectParams) (s
 	case cur.State == store.EffectDone:
 		return cur, true, nil
 	case cur.State == store.EffectFailed:
-		e, err := scanEffect(tx.QueryRow(ctx, effectRestartSQL, pgx.StrictNamedArgs{
+		e, err := scanEffect(tx.QueryRow(ctx, effectRestartSQL, namedArgs{
 			"tenant": in.Tenant, "key": in.Key, "step": in.Step, "now": nanos(p.Now),
 		}))
 		return e, false, err
 	default:
-		e, err := scanEffect(tx.QueryRow(ctx, effectRetrySQL, pgx.StrictNamedArgs{
+		e, err := scanEffect(tx.QueryRow(ctx, effectRetrySQL, namedArgs{
 			"tenant": in.Tenant, "key": in.Key, "now": nanos(p.Now),
 		}))
 		return e, true, err
@@ -118,7 +118,7 @@ func beginExisting(ctx context.Context, tx pgx.Tx, p store.BeginEffectParams) (s
 func (s *Store) Effects(ctx context.Context, tenant, runID string) ([]store.Effect, error) {
 	var es []store.Effect
 	b := s.batch(tenant)
-	b.Queue(effectListSQL, pgx.StrictNamedArgs{"tenant": tenant, "run_id": runID}).Query(func(rows pgx.Rows) error {
+	b.Queue(effectListSQL, namedArgs{"tenant": tenant, "run_id": runID}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			e, err := scanEffect(rows)
 			if err != nil {
@@ -138,7 +138,7 @@ func (s *Store) Effects(ctx context.Context, tenant, runID string) ([]store.Effe
 // never begun raises, failing the transaction with store.ErrNotFound.
 func queueSettles(b *pgx.Batch, now time.Time, us []store.EffectUpdate) {
 	for _, u := range us {
-		b.Queue(effectSettleSQL, pgx.StrictNamedArgs{
+		b.Queue(effectSettleSQL, namedArgs{
 			"tenant": u.Tenant,
 			"key":    u.Key,
 			"state":  string(u.State),

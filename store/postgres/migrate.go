@@ -74,7 +74,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, migrateLockSQL, pgx.StrictNamedArgs{"schema": s.schema, "app_role": s.role}); err != nil {
+		if _, err := tx.Exec(ctx, migrateLockSQL, namedArgs{"schema": s.schema, "app_role": s.role}); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
 		version, err := s.inspect(ctx, tx, len(ms))
@@ -85,7 +85,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
-			if _, err := tx.Exec(ctx, schemaVersionInsertSQL, pgx.StrictNamedArgs{"version": m.version, "name": m.name}); err != nil {
+			if _, err := tx.Exec(ctx, schemaVersionInsertSQL, namedArgs{"version": m.version, "name": m.name}); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 		}
@@ -108,7 +108,7 @@ func (s *Store) inspect(ctx context.Context, tx pgx.Tx, latest int) (int, error)
 		return 0, fmt.Errorf("create schema: %w", err)
 	}
 	var versioned, relations int
-	if err := tx.QueryRow(ctx, schemaInspectSQL, pgx.StrictNamedArgs{"schema": s.schema}).Scan(&versioned, &relations); err != nil {
+	if err := tx.QueryRow(ctx, schemaInspectSQL, namedArgs{"schema": s.schema}).Scan(&versioned, &relations); err != nil {
 		return 0, fmt.Errorf("inspect: %w", err)
 	}
 	switch {

@@ -33,7 +33,7 @@ var (
 
 func queueOutbox(b *pgx.Batch, runID string, now time.Time, msgs []store.OutboxMessage) {
 	for _, m := range msgs {
-		b.Queue(outboxInsertSQL, pgx.StrictNamedArgs{
+		b.Queue(outboxInsertSQL, namedArgs{
 			"run_id":  runID,
 			"kind":    m.Kind,
 			"payload": []byte(m.Payload),
@@ -44,7 +44,7 @@ func queueOutbox(b *pgx.Batch, runID string, now time.Time, msgs []store.OutboxM
 
 // Outbox returns a run's notifications in order.
 func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage, error) {
-	rows, err := s.pool.Query(ctx, outboxListSQL, pgx.StrictNamedArgs{"run_id": runID})
+	rows, err := s.pool.Query(ctx, outboxListSQL, namedArgs{"run_id": runID})
 	if err != nil {
 		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
 	}
@@ -81,7 +81,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, status)
 		}
 		b := &pgx.Batch{}
-		b.Queue(runResumeSQL, pgx.StrictNamedArgs{
+		b.Queue(runResumeSQL, namedArgs{
 			"id":     p.RunID,
 			"tenant": p.Tenant,
 			"budget": []byte(p.Budget),
@@ -92,7 +92,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 		})
 		queueSettles(b, p.Now, p.Effects)
 		queueEvents(b, p.RunID, p.Events)
-		b.Queue(runWakeupSQL, pgx.StrictNamedArgs{"id": p.RunID})
+		b.Queue(runWakeupSQL, namedArgs{"id": p.RunID})
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
@@ -104,7 +104,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 // queueRunLock locks a run of a tenant ("" for any) until the transaction
 // ends and reads its status into *status, or fails with store.ErrNotFound.
 func queueRunLock(b *pgx.Batch, tenant, id string, status *store.Status) {
-	b.Queue(runLockSQL, pgx.StrictNamedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) error {
+	b.Queue(runLockSQL, namedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) error {
 		err := row.Scan((*string)(status))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
@@ -118,14 +118,14 @@ func queueRunLock(b *pgx.Batch, tenant, id string, status *store.Status) {
 // that no other engaged switch still covers, and wakes idle workers.
 func (s *Store) SetKillSwitch(ctx context.Context, p store.KillSwitchParams) error {
 	b := s.batch(p.Tenant)
-	b.Queue(killSwitchSetSQL, pgx.StrictNamedArgs{
+	b.Queue(killSwitchSetSQL, namedArgs{
 		"tenant":  p.Tenant,
 		"engaged": p.Engaged,
 		"reason":  p.Reason,
 		"now":     nanos(p.Now),
 	})
 	if !p.Engaged && p.ResumeReason != "" {
-		b.Queue(runRequeueStoppedSQL, pgx.StrictNamedArgs{
+		b.Queue(runRequeueStoppedSQL, namedArgs{
 			"tenant":      p.Tenant,
 			"stop_reason": p.ResumeReason,
 			"now":         nanos(p.Now),
@@ -146,7 +146,7 @@ func (s *Store) KillSwitch(ctx context.Context, tenant string) (bool, string, er
 		reason  string
 	)
 	b := s.batch(tenant)
-	b.Queue(killSwitchGetSQL, pgx.StrictNamedArgs{"tenant": tenant}).QueryRow(func(row pgx.Row) error {
+	b.Queue(killSwitchGetSQL, namedArgs{"tenant": tenant}).QueryRow(func(row pgx.Row) error {
 		err := row.Scan(&engaged, &reason)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil

@@ -178,7 +178,7 @@ func (s *Store) txBatch(tenant string) *pgx.Batch {
 
 func (s *Store) queueScope(b *pgx.Batch, tenant string) {
 	if tenant != "" {
-		b.Queue(scopeSQL, pgx.StrictNamedArgs{"role": s.role, "tenant": tenant})
+		b.Queue(scopeSQL, namedArgs{"role": s.role, "tenant": tenant})
 	}
 }
 

@@ -48,7 +48,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		created bool
 	)
 	b := s.txBatch(p.Tenant)
-	b.Queue(runInsertSQL, pgx.StrictNamedArgs{
+	b.Queue(runInsertSQL, namedArgs{
 		"id":                p.ID,
 		"tenant":            p.Tenant,
 		"user":              p.User,
@@ -71,7 +71,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
 		if !created {
 			// The insert met a run of the same request, committed by now.
-			r, err := scanRun(tx.QueryRow(ctx, runGetByRequestSQL, pgx.StrictNamedArgs{
+			r, err := scanRun(tx.QueryRow(ctx, runGetByRequestSQL, namedArgs{
 				"tenant":            p.Tenant,
 				"user":              p.User,
 				"client_request_id": p.ClientRequestID,
@@ -81,7 +81,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		}
 		b := &pgx.Batch{}
 		queueEvents(b, p.ID, p.Events)
-		b.Queue(runWakeupSQL, pgx.StrictNamedArgs{"id": p.ID})
+		b.Queue(runWakeupSQL, namedArgs{"id": p.ID})
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
@@ -95,7 +95,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 func (s *Store) GetRun(ctx context.Context, tenant, id string) (store.Run, error) {
 	var run store.Run
 	b := s.batch(tenant)
-	b.Queue(runGetSQL, pgx.StrictNamedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) error {
+	b.Queue(runGetSQL, namedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) error {
 		r, err := scanRun(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
@@ -121,7 +121,7 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 		query = runListNewestSQL
 	}
 	b := s.batch(p.Tenant)
-	b.Queue(query, pgx.StrictNamedArgs{
+	b.Queue(query, namedArgs{
 		"tenant": p.Tenant,
 		"status": string(p.Status),
 		"agent":  p.Agent,
@@ -149,7 +149,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 	var runs []store.Run
 	b := &pgx.Batch{}
 	b.Queue(runClaimPlanSQL)
-	b.Queue(runClaimSQL, pgx.StrictNamedArgs{
+	b.Queue(runClaimSQL, namedArgs{
 		"owner":   p.Owner,
 		"now":     nanos(p.Now),
 		"expires": nanos(p.Now.Add(p.TTL)),
@@ -166,7 +166,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 
 // TakeOver leases a running run to a new owner if it is still at p.Epoch.
 func (s *Store) TakeOver(ctx context.Context, p store.TakeOverParams) (store.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, runTakeOverSQL, pgx.StrictNamedArgs{
+	r, err := scanRun(s.pool.QueryRow(ctx, runTakeOverSQL, namedArgs{
 		"id":      p.RunID,
 		"epoch":   p.Epoch,
 		"owner":   p.Owner,
@@ -184,7 +184,7 @@ func (s *Store) TakeOver(ctx context.Context, p store.TakeOverParams) (store.Run
 
 // RenewLease moves the lease's expiry to expires.
 func (s *Store) RenewLease(ctx context.Context, f store.Fence, expires time.Time) error {
-	tag, err := s.pool.Exec(ctx, runRenewLeaseSQL, pgx.StrictNamedArgs{
+	tag, err := s.pool.Exec(ctx, runRenewLeaseSQL, namedArgs{
 		"id":      f.RunID,
 		"owner":   f.Owner,
 		"epoch":   f.Epoch,

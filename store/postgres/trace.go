@@ -24,7 +24,7 @@ var (
 
 // Messages returns a run's messages in order.
 func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, error) {
-	rows, err := s.pool.Query(ctx, messageListSQL, pgx.StrictNamedArgs{"run_id": runID})
+	rows, err := s.pool.Query(ctx, messageListSQL, namedArgs{"run_id": runID})
 	if err != nil {
 		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
 	}
@@ -49,7 +49,7 @@ func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, er
 
 // Events returns a run's trace events in order.
 func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, eventListSQL, pgx.StrictNamedArgs{"run_id": runID})
+	rows, err := s.pool.Query(ctx, eventListSQL, namedArgs{"run_id": runID})
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
@@ -92,7 +92,7 @@ func queueMessages(b *pgx.Batch, runID string, ms []store.Message) {
 			content[i] = []byte{}
 		}
 	}
-	b.Queue(messageInsertSQL, pgx.StrictNamedArgs{
+	b.Queue(messageInsertSQL, namedArgs{
 		"run_id":     runID,
 		"seq":        seq,
 		"step":       step,
@@ -117,7 +117,7 @@ func queueEvents(b *pgx.Batch, runID string, es []store.Event) {
 	for i, e := range es {
 		step[i], typ[i], ts[i], data[i] = e.Step, e.Type, nanos(e.Time), e.Data
 	}
-	b.Queue(eventInsertSQL, pgx.StrictNamedArgs{
+	b.Queue(eventInsertSQL, namedArgs{
 		"run_id": runID,
 		"step":   step,
 		"type":   typ,

@@ -39,7 +39,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 		kinds = []string{} // NULL is not an empty list
 	}
 	b := s.batch(w.Tenant)
-	b.Queue(webhookInsertSQL, pgx.StrictNamedArgs{
+	b.Queue(webhookInsertSQL, namedArgs{
 		"id":          w.ID,
 		"tenant":      w.Tenant,
 		"url":         w.URL,
@@ -59,7 +59,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 func (s *Store) Webhooks(ctx context.Context, tenant string) ([]store.Webhook, error) {
 	var ws []store.Webhook
 	b := s.batch(tenant)
-	b.Queue(webhookListSQL, pgx.StrictNamedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) error {
+	b.Queue(webhookListSQL, namedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var (
 				w                 store.Webhook
@@ -83,8 +83,8 @@ func (s *Store) Webhooks(ctx context.Context, tenant string) ([]store.Webhook, e
 // as its tenant, in one implicit transaction.
 func (s *Store) DisableWebhook(ctx context.Context, tenant, id string, now time.Time) error {
 	b := s.batch(tenant)
-	b.Queue(webhookDisableSQL, pgx.StrictNamedArgs{"id": id, "tenant": tenant, "now": nanos(now)})
-	b.Queue(deliveryFailWebhookSQL, pgx.StrictNamedArgs{"webhook_id": id})
+	b.Queue(webhookDisableSQL, namedArgs{"id": id, "tenant": tenant, "now": nanos(now)})
+	b.Queue(deliveryFailWebhookSQL, namedArgs{"webhook_id": id})
 	if err := s.send(ctx, b); err != nil {
 		return fmt.Errorf("disable webhook %s: %w", id, err)
 	}
@@ -102,8 +102,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimDeliveriesPara
 	}
 	var ds []store.Delivery
 	b := s.batch("")
-	b.Queue(deliveryFanOutSQL, pgx.StrictNamedArgs{"now": nanos(p.Now)})
-	b.Queue(deliveryClaimSQL, pgx.StrictNamedArgs{
+	b.Queue(deliveryFanOutSQL, namedArgs{"now": nanos(p.Now)})
+	b.Queue(deliveryClaimSQL, namedArgs{
 		"owner":   p.Owner,
 		"now":     nanos(p.Now),
 		"expires": nanos(p.Now.Add(p.TTL)),
@@ -121,7 +121,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimDeliveriesPara
 // SettleDelivery records one attempt's outcome, as the owner. A delivery
 // settled since or leased to another owner is left as it is, without error.
 func (s *Store) SettleDelivery(ctx context.Context, p store.SettleDeliveryParams) error {
-	_, err := s.pool.Exec(ctx, deliverySettleSQL, pgx.StrictNamedArgs{
+	_, err := s.pool.Exec(ctx, deliverySettleSQL, namedArgs{
 		"id":              p.ID,
 		"owner":           p.Owner,
 		"state":           string(p.State),
@@ -144,7 +144,7 @@ func (s *Store) Deliveries(ctx context.Context, p store.ListDeliveriesParams) ([
 	}
 	var ds []store.Delivery
 	b := s.batch(p.Tenant)
-	b.Queue(deliveryListSQL, pgx.StrictNamedArgs{
+	b.Queue(deliveryListSQL, namedArgs{
 		"tenant":     p.Tenant,
 		"webhook_id": p.WebhookID,
 		"run_id":     p.RunID,
