@@ -12,20 +12,31 @@ import (
 // ErrClosed is returned by writes made after Close.
 var ErrClosed = errors.New("sqlite store closed")
 
-// Each request of a batch runs inside this savepoint, so a request that fails
-// (a fenced-off checkpoint, say) is undone without aborting the others.
+// A batch is one transaction, begun and ended by the writer itself on its
+// own connection: its prepared statements then run without database/sql
+// rebinding each of them to a transaction, a tenth of the writer's time.
+// IMMEDIATE takes the write lock up front, so a transaction never has to
+// upgrade a read lock another process has invalidated.
+//
+// Each request of a batch runs inside a savepoint when the batch is run
+// again, so a request that fails (a fenced-off checkpoint, say) is undone
+// without aborting the others.
 const (
-	savepointSQL = "SAVEPOINT request"
-	rollbackSQL  = "ROLLBACK TO request"
-	releaseSQL   = "RELEASE request"
+	beginSQL       = "BEGIN IMMEDIATE"
+	commitSQL      = "COMMIT"
+	rollbackAllSQL = "ROLLBACK"
+	savepointSQL   = "SAVEPOINT request"
+	rollbackSQL    = "ROLLBACK TO request"
+	releaseSQL     = "RELEASE request"
 )
 
 // writer owns the only connection that writes and group-commits the
 // requests sent to it.
 type writer struct {
-	// db has one connection, used only by the writer goroutine once Open
-	// returns.
+	// db has one connection, conn, used only by the writer goroutine once
+	// Open returns.
 	db       *sql.DB
+	conn     *sql.Conn
 	stmts    map[string]*sql.Stmt
 	maxBatch int
 
@@ -73,10 +84,16 @@ func openWriter(ctx context.Context, path string, cfg Config, ms []migration) (*
 		db.Close()
 		return nil, err
 	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	w.conn = conn
 	for _, q := range writeQueries {
 		// The driver caches a statement only if nothing follows it, not
 		// even the file's final newline.
-		stmt, err := db.PrepareContext(ctx, strings.TrimSpace(q))
+		stmt, err := conn.PrepareContext(ctx, strings.TrimSpace(q))
 		if err != nil {
 			w.closeDB()
 			return nil, fmt.Errorf("open %s: prepare: %w", path, err)
@@ -185,11 +202,10 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 	// The transaction must not end with one caller's context: it carries
 	// the others' writes too.
 	ctx := context.Background()
-	sqlTx, err := w.db.BeginTx(ctx, nil)
-	if err != nil {
+	tx := &writeTx{conn: w.conn, stmts: w.stmts}
+	if _, err := tx.ExecContext(ctx, beginSQL); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx := &writeTx{tx: sqlTx, stmts: w.stmts}
 	ran := int64(0)
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -198,7 +214,7 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 		}
 		if savepoints {
 			if _, err := tx.ExecContext(ctx, savepointSQL); err != nil {
-				sqlTx.Rollback()
+				tx.rollback()
 				return fmt.Errorf("savepoint: %w", err)
 			}
 		}
@@ -207,28 +223,31 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 		if errs[i] == nil {
 			if savepoints {
 				if _, err := tx.ExecContext(ctx, releaseSQL); err != nil {
-					sqlTx.Rollback()
+					tx.rollback()
 					return fmt.Errorf("release savepoint: %w", err)
 				}
 			}
 			continue
 		}
 		if !savepoints {
-			sqlTx.Rollback()
+			tx.rollback()
 			return errRedo
 		}
 		// A failure SQLite answers by rolling back the whole transaction
 		// (SQLITE_FULL, say) makes this fail too.
 		if _, err := tx.ExecContext(ctx, rollbackSQL); err != nil {
-			sqlTx.Rollback()
+			tx.rollback()
 			return fmt.Errorf("roll back to savepoint: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, releaseSQL); err != nil {
-			sqlTx.Rollback()
+			tx.rollback()
 			return fmt.Errorf("release savepoint: %w", err)
 		}
 	}
-	if err := sqlTx.Commit(); err != nil {
+	if _, err := tx.ExecContext(ctx, commitSQL); err != nil {
+		// A commit that failed (the disk is full, say) leaves the
+		// transaction open.
+		tx.rollback()
 		return fmt.Errorf("commit: %w", err)
 	}
 	w.writes.Add(ran)
@@ -249,12 +268,12 @@ func (w *writer) closeDB() error {
 	for _, stmt := range w.stmts {
 		errs = append(errs, stmt.Close())
 	}
-	return errors.Join(append(errs, w.db.Close())...)
+	return errors.Join(append(errs, w.conn.Close(), w.db.Close())...)
 }
 
 // writeQueries are prepared once on the writer's connection.
 var writeQueries = []string{
-	savepointSQL, rollbackSQL, releaseSQL,
+	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL,
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
 	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL,
 	messageInsertSQL, eventInsertSQL,
@@ -266,27 +285,34 @@ var writeQueries = []string{
 // writeTx is the batch's transaction as a request sees it. Its statements
 // run prepared: parsing a statement costs more than running it.
 type writeTx struct {
-	tx    *sql.Tx
+	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
 }
 
 func (t *writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if stmt, ok := t.stmts[query]; ok {
-		return t.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+		return stmt.ExecContext(ctx, args...)
 	}
-	return t.tx.ExecContext(ctx, query, args...)
+	return t.conn.ExecContext(ctx, query, args...)
 }
 
 func (t *writeTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if stmt, ok := t.stmts[query]; ok {
-		return t.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+		return stmt.QueryContext(ctx, args...)
 	}
-	return t.tx.QueryContext(ctx, query, args...)
+	return t.conn.QueryContext(ctx, query, args...)
 }
 
 func (t *writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if stmt, ok := t.stmts[query]; ok {
-		return t.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+		return stmt.QueryRowContext(ctx, args...)
 	}
-	return t.tx.QueryRowContext(ctx, query, args...)
+	return t.conn.QueryRowContext(ctx, query, args...)
+}
+
+// rollback ends the transaction, keeping nothing of it. It cannot fail in a
+// way the writer could act on: a connection whose rollback fails fails the
+// next begin too.
+func (t *writeTx) rollback() {
+	_, _ = t.ExecContext(context.Background(), rollbackAllSQL)
 }
