@@ -135,10 +135,17 @@ func (s *Server) bearer(r *http.Request) (Principal, error) {
 
 const sessionCookie = "belay_session"
 
-// startSession signs a principal in to the console.
+// startSession signs a principal in to the console. It first deletes the
+// sessions of every tenant that have expired: signing in is rare, and
+// the sessions expired since the last one are few, so this keeps the table
+// small without a goroutine of its own. A failed purge leaves them to the
+// next sign-in.
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, p Principal) error {
 	token := randomHex(32)
 	now := s.cfg.now()
+	if _, err := s.st.DeleteExpiredSessions(r.Context(), now); err != nil {
+		s.cfg.Logger.Error("delete expired sessions", "err", err)
+	}
 	if err := s.st.CreateSession(r.Context(), store.Session{TokenHash: hashSecret(token), KeyID: p.KeyID, Tenant: p.Tenant,
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}); err != nil {
 		return err

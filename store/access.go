@@ -170,6 +170,10 @@ type AccessStore interface {
 	// EndSession deletes a session; ending one that does not exist is not
 	// an error.
 	EndSession(ctx context.Context, tokenHash string) error
+	// DeleteExpiredSessions deletes the sessions of every tenant that have
+	// expired at now (ExpiresAt at or before it) and returns how many. A
+	// session ended before it expired was gone already and is not counted.
+	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
 
 	// CancelRun cancels a run and returns it; ErrWrongStatus if it ended.
 	CancelRun(ctx context.Context, p CancelRunParams) (Run, error)

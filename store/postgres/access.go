@@ -30,6 +30,8 @@ var (
 	sessionEndSQL string
 	//go:embed query/session_end_key.sql
 	sessionEndKeySQL string
+	//go:embed query/session_delete_expired.sql
+	sessionDeleteExpiredSQL string
 	//go:embed query/run_cancel.sql
 	runCancelSQL string
 	//go:embed query/approval_reject_run.sql
@@ -145,6 +147,16 @@ func (s *Store) EndSession(ctx context.Context, tokenHash string) error {
 		return fmt.Errorf("end session: %w", err)
 	}
 	return nil
+}
+
+// DeleteExpiredSessions deletes the sessions of every tenant that have
+// expired at now, as the owner: the application role never deletes.
+func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, sessionDeleteExpiredSQL, namedArgs{"now": nanos(now)}).Scan(&n); err != nil {
+		return 0, fmt.Errorf("delete expired sessions: %w", err)
+	}
+	return n, nil
 }
 
 // CancelRun ends a run that has not ended, as its tenant, in one

@@ -32,6 +32,8 @@ var (
 	sessionDeleteSQL string
 	//go:embed query/session_delete_key.sql
 	sessionDeleteKeySQL string
+	//go:embed query/session_delete_expired.sql
+	sessionDeleteExpiredSQL string
 )
 
 // CreateAPIKey inserts a key; an ID that exists fails.
@@ -159,6 +161,24 @@ func (s *Store) EndSession(ctx context.Context, tokenHash string) error {
 		return fmt.Errorf("end session: %w", err)
 	}
 	return nil
+}
+
+// DeleteExpiredSessions deletes the sessions of every tenant that have
+// expired at now.
+func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
+	var n int64
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		res, err := tx.ExecContext(ctx, sessionDeleteExpiredSQL, sql.Named("now", nanos(now)))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete expired sessions: %w", err)
+	}
+	return int(n), nil
 }
 
 // mustFind turns a statement that matched no row into ErrNotFound.

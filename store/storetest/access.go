@@ -20,6 +20,7 @@ func RunAccess(t *testing.T, open func(t *testing.T) store.AccessStore) {
 		{"RequestedBy", testRequestedBy},
 		{"APIKeys", testAPIKeys},
 		{"Sessions", testSessions},
+		{"DeleteExpiredSessions", testDeleteExpiredSessions},
 		{"CancelRun", testCancelRun},
 		{"CancelRunWhileLeased", testCancelRunWhileLeased},
 		{"Webhooks", testWebhooks},
@@ -157,6 +158,65 @@ func testSessions(t *testing.T, s store.AccessStore) {
 	}
 	if _, err := s.Session(ctx, sess2.TokenHash, t0.Add(2*time.Minute)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a session of a revoked key: %v, want ErrNotFound", err)
+	}
+}
+
+func testDeleteExpiredSessions(t *testing.T, s store.AccessStore) {
+	ctx := t.Context()
+	// The purge spans every tenant. now is long before t0, so that no
+	// session of another case has expired at it, should a driver share a
+	// database between cases.
+	now := t0.Add(-365 * 24 * time.Hour)
+	tenant, other := uniq("tenant"), uniq("tenant")
+	newSession := func(tenant string, expiresAt time.Time) store.Session {
+		t.Helper()
+		k := store.APIKey{ID: uniq("key"), Tenant: tenant, Name: "alice", Roles: []store.Role{store.RoleApprover},
+			SecretHash: "h", CreatedAt: now.Add(-48 * time.Hour)}
+		if err := s.CreateAPIKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		sess := store.Session{TokenHash: uniq("tok"), KeyID: k.ID, Tenant: tenant, CreatedAt: k.CreatedAt, ExpiresAt: expiresAt}
+		if err := s.CreateSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		return sess
+	}
+	expired := newSession(tenant, now.Add(-time.Hour))
+	// A session expires at its ExpiresAt, as Session finds it.
+	otherExpired := newSession(other, now)
+	live := newSession(tenant, now.Add(time.Nanosecond))
+	otherLive := newSession(other, now.Add(time.Hour))
+	// A session ended before it expired is gone already: a driver that keeps
+	// a row for it removes the row too, but does not count it.
+	ended := newSession(tenant, now.Add(-time.Minute))
+	if err := s.EndSession(ctx, ended.TokenHash); err != nil {
+		t.Fatal(err)
+	}
+
+	if n, err := s.DeleteExpiredSessions(ctx, now.Add(-2*time.Hour)); err != nil || n != 0 {
+		t.Errorf("DeleteExpiredSessions before any expiry: %d, %v; want 0", n, err)
+	}
+	n, err := s.DeleteExpiredSessions(ctx, now)
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteExpiredSessions: %d, %v; want 2", n, err)
+	}
+	// Asked at a time before their expiry, the sessions would be live had
+	// their rows stayed.
+	for _, sess := range []store.Session{expired, otherExpired, ended} {
+		if _, err := s.Session(ctx, sess.TokenHash, now.Add(-2*time.Hour)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("session of %s expiring at %s after the purge: %v, want ErrNotFound", sess.Tenant, sess.ExpiresAt, err)
+		}
+	}
+	for _, sess := range []store.Session{live, otherLive} {
+		got, err := s.Session(ctx, sess.TokenHash, now)
+		if err != nil {
+			t.Errorf("live session of %s expiring at %s after the purge: %v", sess.Tenant, sess.ExpiresAt, err)
+		} else if got.KeyID != sess.KeyID || got.Tenant != sess.Tenant || !got.ExpiresAt.Equal(sess.ExpiresAt) {
+			t.Errorf("live session read back as %+v, want %+v", got, sess)
+		}
+	}
+	if n, err := s.DeleteExpiredSessions(ctx, now); err != nil || n != 0 {
+		t.Errorf("DeleteExpiredSessions again: %d, %v; want 0", n, err)
 	}
 }
 
