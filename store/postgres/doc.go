@@ -41,7 +41,8 @@
 //     reading a run's messages, events and notifications by run id; webhook
 //     senders fanning notifications out, claiming and settling deliveries;
 //     the server finding an API key by id and a console session by token
-//     hash, before it knows the tenant, and ending a session; and operator
+//     hash, before it knows the tenant, ending a session, and deleting every
+//     tenant's expired sessions when someone signs in; and operator
 //     tools passing the empty tenant, which means every tenant.
 //   - The application role (Config.AppRole, "belay_app" by default) runs the
 //     requests of one tenant: creating a run, reading runs, effects,
