@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/webhook"
 )
 
 // The admin endpoints: the kill switch, API keys and webhooks of the key's
@@ -147,11 +149,19 @@ func viewWebhook(h store.Webhook) webhookView {
 }
 
 // CreateWebhook registers an endpoint for a tenant's notifications and
-// returns it with its signing secret, which is shown once.
-func CreateWebhook(ctx context.Context, st store.AccessStore, tenant, rawURL string, kinds []string, now time.Time) (store.Webhook, error) {
+// returns it with its signing secret, which is shown once. A URL whose host
+// is an IP address that is not public is refused unless allowPrivate; a
+// host name is checked when a delivery connects.
+func CreateWebhook(ctx context.Context, st store.AccessStore, tenant, rawURL string, kinds []string, allowPrivate bool, now time.Time) (store.Webhook, error) {
 	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return store.Webhook{}, errBadRequest("invalid_field", "url must be an absolute http or https URL without credentials")
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.User != nil {
+		return store.Webhook{}, errBadRequest("invalid_field", "url must be an absolute http or https URL with a host and without credentials")
+	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !allowPrivate {
+		if err := webhook.CheckDestination(ip); err != nil {
+			return store.Webhook{}, errBadRequest("invalid_field", "url: %v; webhooks go only to public addresses "+
+				"unless private ones are allowed (belay serve --allow-private-webhooks, belay webhooks add --allow-private)", err)
+		}
 	}
 	for _, k := range kinds {
 		if !slices.Contains(outboxKinds, k) {
@@ -174,7 +184,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, p Princip
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	h, err := CreateWebhook(r.Context(), s.st, p.Tenant, req.URL, req.Kinds, s.cfg.now())
+	h, err := CreateWebhook(r.Context(), s.st, p.Tenant, req.URL, req.Kinds, s.cfg.AllowPrivateWebhooks, s.cfg.now())
 	if err != nil {
 		return err
 	}

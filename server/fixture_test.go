@@ -85,15 +85,15 @@ func vaultAgent() *belay.Agent {
 }
 
 // newFixture serves the support desk and the vault agent from a new
-// SQLite store.
-func newFixture(t *testing.T) *fixture {
+// SQLite store; configure changes the server's Config.
+func newFixture(t *testing.T, configure ...func(*Config)) *fixture {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "belay.db"), sqlite.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return newFixtureOn(t, st)
+	return newFixtureOn(t, st, configure...)
 }
 
 // eachStore runs fn on a fixture over SQLite, then over PostgreSQL in a
@@ -140,7 +140,7 @@ func openPostgres(t *testing.T) store.AccessStore {
 	return st
 }
 
-func newFixtureOn(t *testing.T, st store.AccessStore) *fixture {
+func newFixtureOn(t *testing.T, st store.AccessStore, configure ...func(*Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -159,7 +159,11 @@ func newFixtureOn(t *testing.T, st store.AccessStore) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Runtime: rt, Store: st, Logger: logger, LivePoll: 20 * time.Millisecond})
+	cfg := Config{Runtime: rt, Store: st, Logger: logger, LivePoll: 20 * time.Millisecond}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,11 @@ type Config struct {
 	// Operational holds routes served without authentication next to the
 	// API (/metrics); /healthz and /readyz are the server's own.
 	Operational map[string]http.Handler
+	// AllowPrivateWebhooks accepts webhook URLs whose host is an IP
+	// address that is not public (loopback, private, link-local, ...).
+	// Default false: such a URL is refused with 400. Host names are checked
+	// by the sender when it connects (webhook.Options.AllowPrivateDestinations).
+	AllowPrivateWebhooks bool
 
 	now func() time.Time
 }

@@ -18,7 +18,9 @@ import (
 // that asks for it to a signed webhook whose link opens its console card.
 func TestApprovalNotificationLinksToItsCard(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	// The receiver listens on 127.0.0.1: private destinations are allowed
+	// at registration and by the sender.
+	f := newFixture(t, func(c *Config) { c.AllowPrivateWebhooks = true })
 	admin := f.key("acme", "root", store.RoleAdmin)
 	var (
 		mu       sync.Mutex
@@ -52,7 +54,7 @@ func TestApprovalNotificationLinksToItsCard(t *testing.T) {
 	op := f.key("acme", "ops", store.RoleOperator)
 	approver := f.key("acme", "maya", store.RoleApprover)
 	run, a := f.approvalFlow(op, approver)
-	sender := webhook.New(f.st, webhook.Options{ConsoleURL: f.http.URL})
+	sender := webhook.New(f.st, webhook.Options{ConsoleURL: f.http.URL, AllowPrivateDestinations: true})
 	if n, err := sender.SendDue(t.Context()); err != nil || n != 1 {
 		t.Fatalf("SendDue: %d, %v", n, err)
 	}

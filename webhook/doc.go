@@ -15,10 +15,24 @@
 // and Belay-Signature change. A receiver deduplicates on the delivery id.
 //
 // A 2xx answer delivers. 410 Gone fails the delivery at once: the endpoint
-// asks to stop. Any other answer, a redirect included (redirects are never
+// asks to stop; so does a destination that is not public (see below). Any other answer, a redirect included (redirects are never
 // followed), and any transport error is retried with exponential backoff and
 // full jitter, never earlier than the endpoint's Retry-After, until
 // [Options].MaxAttempts have been made.
+//
+// # Destinations
+//
+// Deliveries go only to public addresses. A sender refuses to connect to a
+// loopback, private (RFC 1918, unique local), link-local (169.254.169.254,
+// where clouds serve instance credentials), unspecified, multicast or
+// otherwise reserved address, so that whoever registers an endpoint cannot
+// make the sender reach the network it runs in. The address checked is the
+// one dialled, after the name is resolved, so a name that resolves to a
+// public address at registration and to a private one later is refused
+// too. A refused delivery fails at once with a [DestinationError].
+// [Options].AllowPrivateDestinations turns the check off, for development
+// and tests; [CheckDestination] is the same rule for an address literal
+// at registration.
 //
 // # Signatures
 //

@@ -70,6 +70,15 @@ type Options struct {
 	// ConsoleURL is the console's base URL ("https://belay.example.com").
 	// When set, approval_requested deliveries link to the approval's page.
 	ConsoleURL string
+	// AllowPrivateDestinations lets deliveries connect to addresses that
+	// are not public: loopback, private (RFC 1918, ULA), link-local (cloud
+	// metadata at 169.254.169.254), unspecified, multicast and reserved.
+	// Default false: such a connection is refused, after the name is
+	// resolved and on the address dialled, and the delivery fails at once
+	// with a *DestinationError. Set it for development and tests only. With
+	// a proxy from the environment the address checked is the proxy's.
+	// When false, HTTPClient's Transport must be an *http.Transport.
+	AllowPrivateDestinations bool
 
 	// now and rand are the clock and the jitter source (a value in [0, n));
 	// tests inject their own.
@@ -155,6 +164,9 @@ func New(st store.AccessStore, opts Options) *Sender {
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	s := &Sender{store: st, opts: opts, client: &client, wake: make(chan struct{}, 1)}
 	s.err = opts.validate(client.Timeout)
+	if !opts.AllowPrivateDestinations && s.err == nil {
+		client.Transport, s.err = guardTransport(client.Transport)
+	}
 	if st == nil {
 		s.err = errors.New("webhook: no store")
 	}
@@ -283,6 +295,10 @@ func (s *Sender) attempt(ctx context.Context, d store.Delivery) (outcome, error)
 	req.Header.Set(HeaderSignature, Sign(d.Secret, ts, body))
 
 	resp, err := s.client.Do(req)
+	if de, ok := errors.AsType[*DestinationError](err); ok {
+		return outcome{state: store.DeliveryFailed, err: errText(errors.New("refused to connect: " + de.Error() +
+			"; allow private destinations with belay serve --allow-private-webhooks"))}, nil
+	}
 	if err != nil {
 		return outcome{state: store.DeliveryPending, err: errText(err)}, err
 	}

@@ -186,7 +186,7 @@ func TestRetriesUntilDelivered(t *testing.T) {
 	defer srv.Close()
 	f := newFixture(t, srv.URL+"/hook")
 	rc.clock = f.clock
-	s := f.sender(srv.Client(), Options{ConsoleURL: "http://127.0.0.1:8080/", MaxAttempts: 5})
+	s := f.sender(srv.Client(), Options{ConsoleURL: "http://127.0.0.1:8080/", MaxAttempts: 5, AllowPrivateDestinations: true})
 	payload := json.RawMessage(`{"approval_id":"ap 1","tool":"refund"}`)
 	run := f.notify(t, "approval_requested", payload)
 
@@ -254,7 +254,7 @@ func TestBackoff(t *testing.T) {
 	defer srv.Close()
 	f := newFixture(t, srv.URL)
 	rc.clock = f.clock
-	s := f.sender(srv.Client(), Options{BaseDelay: time.Second, MaxDelay: 10 * time.Second, MaxAttempts: 100})
+	s := f.sender(srv.Client(), Options{BaseDelay: time.Second, MaxDelay: 10 * time.Second, MaxAttempts: 100, AllowPrivateDestinations: true})
 	run := f.notify(t, "run_finished", json.RawMessage(`{}`))
 	// The jitter draws the longest wait: the cap, doubling up to MaxDelay.
 	for _, want := range []time.Duration{1, 2, 4, 8, 10, 10} {
@@ -274,7 +274,7 @@ func TestGivesUpAfterMaxAttempts(t *testing.T) {
 	defer srv.Close()
 	f := newFixture(t, srv.URL)
 	rc.clock = f.clock
-	s := f.sender(srv.Client(), Options{MaxAttempts: 3})
+	s := f.sender(srv.Client(), Options{MaxAttempts: 3, AllowPrivateDestinations: true})
 	run := f.notify(t, "escalation", json.RawMessage(`{"reason":"stuck"}`))
 	for range 3 {
 		sendDue(t, s, 1)
@@ -320,7 +320,7 @@ func TestOutcomes(t *testing.T) {
 			defer srv.Close()
 			f := newFixture(t, srv.URL+"/hook")
 			run := f.notify(t, "run_finished", json.RawMessage(`{}`))
-			sendDue(t, f.sender(srv.Client(), Options{}), 1)
+			sendDue(t, f.sender(srv.Client(), Options{AllowPrivateDestinations: true}), 1)
 			if d := f.delivery(t, run.ID); d.State != c.state || d.LastError != c.err {
 				t.Errorf("state %s, error %q; want %s, %q", d.State, d.LastError, c.state, c.err)
 			}
@@ -335,7 +335,7 @@ func TestTransportErrorHidesURL(t *testing.T) {
 	srv.Close() // nothing listens at the address any more
 	f := newFixture(t, srv.URL+"/hook?token=sekrit")
 	run := f.notify(t, "run_finished", json.RawMessage(`{}`))
-	sendDue(t, f.sender(client, Options{}), 1)
+	sendDue(t, f.sender(client, Options{AllowPrivateDestinations: true}), 1)
 	d := f.delivery(t, run.ID)
 	if d.State != store.DeliveryPending || d.LastError == "" || strings.Contains(d.LastError, "sekrit") {
 		t.Errorf("state %s, error %q", d.State, d.LastError)
@@ -417,6 +417,9 @@ func TestInvalidOptions(t *testing.T) {
 		"lease shorter than the timeout": {LeaseTTL: 5 * time.Second},
 		"negative batch":                 {Batch: -1},
 		"relative console URL":           {ConsoleURL: "/console"},
+		"transport that cannot be checked": {HTTPClient: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			return nil, errors.New("unreachable")
+		})}},
 	}
 	for name, opts := range cases {
 		s := New(idleStore{}, opts)

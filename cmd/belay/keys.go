@@ -59,7 +59,8 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return usageError{"keys: want create, list or revoke"}
 	}
-	if err := fs.Parse(rest); err != nil {
+	pos, err := parseInterspersed(fs, rest)
+	if err != nil {
 		return usageError{err.Error()}
 	}
 	if *tenant == "" && sub != "list" {
@@ -72,8 +73,8 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer st.Close()
 	switch sub {
 	case "create":
-		if fs.NArg() > 0 {
-			return usageError{"keys create: unexpected argument " + fs.Arg(0)}
+		if len(pos) > 0 {
+			return usageError{"keys create: unexpected argument " + pos[0]}
 		}
 		k, err := server.CreateKey(ctx, st, *tenant, name, roles, time.Now())
 		if err != nil {
@@ -116,13 +117,13 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return tw.Flush()
 	default:
-		if fs.NArg() != 1 {
+		if len(pos) != 1 {
 			return usageError{"keys revoke: name one KEY_ID"}
 		}
-		if err := st.RevokeAPIKey(ctx, *tenant, fs.Arg(0), time.Now()); err != nil {
-			return fmt.Errorf("keys revoke %s: %w", fs.Arg(0), err)
+		if err := st.RevokeAPIKey(ctx, *tenant, pos[0], time.Now()); err != nil {
+			return fmt.Errorf("keys revoke %s: %w", pos[0], err)
 		}
-		fmt.Fprintf(stdout, "revoked %s; its console sessions ended\n", fs.Arg(0))
+		fmt.Fprintf(stdout, "revoked %s; its console sessions ended\n", pos[0])
 		return nil
 	}
 }
@@ -138,8 +139,13 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tenant := fs.String("tenant", "", "tenant whose notifications are sent (required)")
 	kinds := fs.String("kinds", "", "comma-separated kinds to send (approval_requested, escalation, run_finished); default all")
 	asJSON := fs.Bool("json", false, "print JSON")
+	var allowPrivate bool
+	if sub == "add" {
+		fs.BoolVar(&allowPrivate, "allow-private", false,
+			"accept a URL whose host is a loopback, private or link-local address, for development (belay serve delivers there only with --allow-private-webhooks)")
+	}
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay webhooks add URL --tenant T [--kinds approval_requested,escalation] [--json]")
+		fmt.Fprintln(stderr, "usage: belay webhooks add URL --tenant T [--kinds approval_requested,escalation] [--allow-private] [--json]")
 		fmt.Fprintln(stderr, "       belay webhooks list --tenant T")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
@@ -148,7 +154,8 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.Usage()
 		return usageError{"webhooks: want add or list"}
 	}
-	if err := fs.Parse(rest); err != nil {
+	pos, err := parseInterspersed(fs, rest)
+	if err != nil {
 		return usageError{err.Error()}
 	}
 	if *tenant == "" {
@@ -171,14 +178,14 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return tw.Flush()
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return usageError{"webhooks add: name one URL"}
 	}
 	var ks []string
 	if *kinds != "" {
 		ks = strings.Split(*kinds, ",")
 	}
-	h, err := server.CreateWebhook(ctx, st, *tenant, fs.Arg(0), ks, time.Now())
+	h, err := server.CreateWebhook(ctx, st, *tenant, pos[0], ks, allowPrivate, time.Now())
 	if err != nil {
 		return fmt.Errorf("webhooks add: %w", err)
 	}

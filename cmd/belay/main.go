@@ -102,6 +102,25 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseInterspersed parses flags that may come before or after the
+// positional arguments, which it returns in order: `belay keys revoke ID
+// --tenant T` as well as `belay keys revoke --tenant T ID`. The flag package
+// alone stops at the first argument that is not a flag.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
 // dbFlag registers --db and --database-url: the store a command works on.
 func dbFlag(fs *flag.FlagSet) *storeTarget {
 	def := os.Getenv("BELAY_DB")

@@ -43,6 +43,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := fs.String("addr", "127.0.0.1:8080", "address of the API, the console and /metrics")
 	publicURL := fs.String("public-url", "", "URL people reach the console at, for links in notifications (default http://ADDR)")
 	secureCookies := fs.Bool("secure-cookies", false, "mark session cookies Secure (set it when a TLS proxy fronts the server)")
+	allowPrivateWebhooks := fs.Bool("allow-private-webhooks", false,
+		"let webhooks reach loopback, private, link-local and other non-public addresses, for development and tests; "+
+			"by default such URLs are refused at registration and deliveries to them fail")
 	configPath := fs.String("config", "", "agents from a file (models, instructions, MCP servers, policy, budget) instead of the support desk")
 	slow := slowToolFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -109,7 +112,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		base = "http://" + ln.Addr().String()
 	}
 	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, SecureCookies: *secureCookies,
-		Operational: map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}})
+		AllowPrivateWebhooks: *allowPrivateWebhooks, Operational: map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}})
 	if err != nil {
 		return err
 	}
@@ -125,7 +128,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer cancel()
 		_ = srv.Shutdown(shutCtx)
 	}()
-	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base})
+	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base, AllowPrivateDestinations: *allowPrivateWebhooks})
 	senderDone := make(chan error, 1)
 	go func() { senderDone <- sender.Run(ctx) }()
 	// The runtime outlives ctx (the signal) by the grace period, so steps

@@ -64,17 +64,9 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // parseRunArg parses flags that may come before or after the one RUN
 // argument: `belay show RUN --json` and `belay show --json RUN` both work.
 func parseRunArg(fs *flag.FlagSet, args []string) (string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", err
 	}
 	name := strings.TrimPrefix(fs.Name(), "belay ")
 	switch len(pos) {
