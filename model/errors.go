@@ -56,6 +56,25 @@ func ClassOf(err error) (*Error, bool) {
 	return nil, false
 }
 
+// ClassOfStatus returns the class of a provider's HTTP error status: 429 is
+// rate limited, 529 and 503 overloaded, any other 5xx a server error, 408 (the
+// server gave up waiting for the request) a network error, and any other
+// status a bad request.
+func ClassOfStatus(status int) ErrorClass {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return ClassRateLimited
+	case status == 529 || status == http.StatusServiceUnavailable:
+		return ClassOverloaded
+	case status >= 500:
+		return ClassServer
+	case status == http.StatusRequestTimeout:
+		return ClassNetwork
+	default:
+		return ClassBadRequest
+	}
+}
+
 // RetryAfter reads a provider's retry hint from response headers:
 // retry-after-ms, else retry-after in seconds or as an HTTP date. Zero when
 // there is none.

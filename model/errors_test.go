@@ -27,3 +27,26 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestClassOfStatus(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		want   ErrorClass
+	}{
+		{429, ClassRateLimited},
+		{529, ClassOverloaded},
+		{503, ClassOverloaded},
+		{500, ClassServer},
+		{502, ClassServer},
+		{504, ClassServer},
+		{408, ClassNetwork},
+		{400, ClassBadRequest},
+		{401, ClassBadRequest},
+		{404, ClassBadRequest},
+		{413, ClassBadRequest},
+	} {
+		if got := ClassOfStatus(tc.status); got != tc.want {
+			t.Errorf("ClassOfStatus(%d) = %s, want %s", tc.status, got, tc.want)
+		}
+	}
+}

@@ -38,6 +38,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/model/internal/httperr"
 )
 
 // Config configures a Model. Zero fields take the defaults stated on them.
@@ -125,8 +126,8 @@ type Model struct {
 	stream   bool
 	retries  int
 	timeout  time.Duration
-	// key is kept only to strike it from error messages.
-	key string
+	// errs makes the errors of failed calls, the API key struck from them.
+	errs httperr.Provider
 }
 
 var _ model.Model = (*Model)(nil)
@@ -159,7 +160,7 @@ func New(cfg Config) (*Model, error) {
 		stream:  !cfg.DisableStreaming,
 		retries: cfg.MaxRetries,
 		timeout: cfg.Timeout,
-		key:     cfg.APIKey,
+		errs:    httperr.Provider{Name: "anthropic", Key: cfg.APIKey},
 	}
 	switch {
 	case cfg.AdaptiveThinking:
@@ -184,7 +185,7 @@ func (m *Model) MaxCallDuration() time.Duration {
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
 	messages, err := toParams(req.Messages)
 	if err != nil {
-		return model.Response{}, badRequest(err)
+		return model.Response{}, m.errs.BadRequest(err)
 	}
 	maxTokens := int64(req.MaxTokens)
 	if maxTokens <= 0 {
@@ -256,7 +257,7 @@ func (m *Model) streamed(ctx context.Context, params sdk.MessageNewParams) (*sdk
 func (m *Model) CountTokens(ctx context.Context, req model.Request) (int64, error) {
 	messages, err := toParams(req.Messages)
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, m.errs.BadRequest(err)
 	}
 	params := sdk.MessageCountTokensParams{
 		Model:    sdk.Model(m.name),

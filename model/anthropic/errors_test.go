@@ -2,14 +2,13 @@ package anthropic
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/model/internal/adaptertest"
 )
 
 func TestErrorClasses(t *testing.T) {
@@ -87,46 +86,8 @@ func TestErrorClasses(t *testing.T) {
 	}
 }
 
-func TestClosedServerIsANetworkError(t *testing.T) {
-	t.Parallel()
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close()
-	m, err := New(Config{Model: "claude-test", APIKey: testKey, BaseURL: url, MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.Generate(context.Background(), firstRequest)
-	if me, ok := model.ClassOf(err); !ok || me.Class != model.ClassNetwork || !me.Transient() {
-		t.Fatalf("err %v, want a network error", err)
-	}
-	if strings.Contains(err.Error(), testKey) {
-		t.Errorf("error %q shows the API key", err)
-	}
-}
-
-func TestAttemptTimeoutIsANetworkError(t *testing.T) {
-	t.Parallel()
-	api := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		<-r.Context().Done() // never answers; the client gives up
+func TestUnansweredCalls(t *testing.T) {
+	adaptertest.Unanswered(t, func(baseURL, key string, timeout time.Duration) (model.Model, error) {
+		return New(Config{Model: "claude-test", APIKey: key, BaseURL: baseURL, MaxRetries: -1, Timeout: timeout})
 	})
-	m := api.model(t, func(c *Config) { c.MaxRetries = -1; c.Timeout = 50 * time.Millisecond })
-	_, err := m.Generate(context.Background(), firstRequest)
-	if me, ok := model.ClassOf(err); !ok || me.Class != model.ClassNetwork {
-		t.Fatalf("err %v, want a network error", err)
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("err %v does not wrap the deadline", err)
-	}
-}
-
-func TestCancelledCallIsNotAProviderError(t *testing.T) {
-	t.Parallel()
-	api := newFakeAPI(t, conversation(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := api.model(t, nil).Generate(ctx, firstRequest)
-	if _, ok := model.ClassOf(err); ok || !errors.Is(err, context.Canceled) {
-		t.Fatalf("err %v, want the cancellation itself", err)
-	}
 }

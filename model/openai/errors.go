@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/model/internal/httperr"
 )
 
 var (
@@ -21,10 +21,6 @@ var (
 	errNoChoice  = errors.New("the response has no choice")
 	errBadChunk  = errors.New("the stream sent a chunk that does not follow the ones before")
 )
-
-func badRequest(err error) *model.Error {
-	return &model.Error{Class: model.ClassBadRequest, Err: fmt.Errorf("openai: %w", err)}
-}
 
 // classify turns what the SDK returned, after its retries, into a
 // *model.Error. The cancellation of ctx is returned as it is: it is the
@@ -40,14 +36,8 @@ func (m *Model) classify(ctx context.Context, err error) error {
 	switch {
 	case errors.As(err, &apiErr):
 		// The SDK's error holds the request, headers and all; only its
-		// message is kept, with the key struck out should a server echo it.
-		msg := apiErr.Message
-		if msg == "" {
-			msg = strings.TrimSpace(apiErr.RawJSON())
-		}
-		if msg == "" {
-			msg = http.StatusText(apiErr.StatusCode)
-		}
+		// message is kept.
+		msg := httperr.Message(apiErr.Message, apiErr.RawJSON(), apiErr.StatusCode)
 		if kind := firstOf(apiErr.Code, apiErr.Type); kind != "" {
 			msg = kind + ": " + msg
 		}
@@ -55,7 +45,7 @@ func (m *Model) classify(ctx context.Context, err error) error {
 		if apiErr.Response != nil {
 			h = apiErr.Response.Header
 		}
-		return m.httpError(apiErr.StatusCode, h, msg)
+		return m.errs.HTTP(apiErr.StatusCode, h, h.Get("x-request-id"), msg)
 	case errors.As(err, &streamErr):
 		// An error in a stream that had begun with 200 OK: its type or
 		// code is all there is to go on.
@@ -67,39 +57,12 @@ func (m *Model) classify(ctx context.Context, err error) error {
 		if kind := firstOf(ev.Error.Code, ev.Error.Type); kind != "" {
 			msg = kind + ": " + msg
 		}
-		return &model.Error{Class: classOfKind(ev.Error.Code + " " + ev.Error.Type), Err: errors.New("openai: " + m.redact(msg))}
+		return m.errs.New(classOfKind(ev.Error.Code+" "+ev.Error.Type), msg)
 	case errors.Is(err, errNoChoice), errors.Is(err, errBadChunk):
 		return &model.Error{Class: model.ClassServer, Err: fmt.Errorf("openai: %w", err)}
 	}
 	// No response, a timed-out attempt, or a stream cut short.
-	return &model.Error{Class: model.ClassNetwork, Err: &redacted{msg: "openai: " + m.redact(err.Error()), err: err}}
-}
-
-func (m *Model) httpError(status int, h http.Header, msg string) *model.Error {
-	if id := h.Get("x-request-id"); id != "" {
-		msg += " (request " + id + ")"
-	}
-	return &model.Error{
-		Class:      classOfStatus(status),
-		StatusCode: status,
-		RetryAfter: model.RetryAfter(h, time.Now()),
-		Err:        errors.New("openai: " + m.redact(msg)),
-	}
-}
-
-func classOfStatus(status int) model.ErrorClass {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return model.ClassRateLimited
-	case status == http.StatusServiceUnavailable || status == 529:
-		return model.ClassOverloaded
-	case status >= 500:
-		return model.ClassServer
-	case status == http.StatusRequestTimeout:
-		return model.ClassNetwork
-	default:
-		return model.ClassBadRequest
-	}
+	return m.errs.Network(err)
 }
 
 // classOfKind classes a stream's error event by its code and type.
@@ -124,20 +87,3 @@ func firstOf(s ...string) string {
 	}
 	return ""
 }
-
-func (m *Model) redact(s string) string {
-	if m.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, m.key, "[redacted]")
-}
-
-// redacted is an error whose message has had the key struck out; the errors
-// it wraps (a *url.Error, a context deadline) hold no credentials.
-type redacted struct {
-	msg string
-	err error
-}
-
-func (r *redacted) Error() string { return r.msg }
-func (r *redacted) Unwrap() error { return r.err }

@@ -49,6 +49,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 
 	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/model/internal/httperr"
 )
 
 // Config configures a Model. Zero fields take the defaults stated on them.
@@ -136,8 +137,8 @@ type Model struct {
 	drop    map[string]bool
 	retries int
 	timeout time.Duration
-	// key is kept only to strike it from error messages.
-	key string
+	// errs makes the errors of failed calls, the API key struck from them.
+	errs httperr.Provider
 }
 
 var _ model.Model = (*Model)(nil)
@@ -169,7 +170,7 @@ func New(cfg Config) (*Model, error) {
 		drop:    map[string]bool{},
 		retries: cfg.MaxRetries,
 		timeout: cfg.Timeout,
-		key:     cfg.APIKey,
+		errs:    httperr.Provider{Name: "openai", Key: cfg.APIKey},
 	}
 	for _, f := range cfg.DropFields {
 		m.drop[f] = true
@@ -191,7 +192,7 @@ func (m *Model) MaxCallDuration() time.Duration {
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
 	messages, err := m.toParams(req.System, req.Messages)
 	if err != nil {
-		return model.Response{}, badRequest(err)
+		return model.Response{}, m.errs.BadRequest(err)
 	}
 	params := sdk.ChatCompletionNewParams{
 		Model:    m.name,
