@@ -203,17 +203,28 @@ type card struct {
 	Args     []field
 	ArgsJSON string
 	// Prior are the side effects the run has applied, Earlier those of
-	// the customer's other recent runs; Evidence what the run's reads
-	// returned.
+	// the customer's other runs; Evidence what the run's reads returned.
 	Prior    []store.Effect
-	Earlier  []store.Effect
+	Earlier  []earlierEffect
 	Evidence []evidence
 	Self     bool
 }
 
-// earlierRuns bounds how far back a card looks for a customer's side
-// effects.
-const earlierRuns = 20
+// earlierEffects bounds how many of a customer's side effects a card
+// shows: enough to catch a repeat, few enough to read.
+const earlierEffects = 20
+
+// earlierEffect is a side effect of another of the customer's runs, as a
+// card shows it: its arguments redacted and in plain words, like the call
+// to decide.
+type earlierEffect struct {
+	Tool  string
+	Args  []field
+	State store.EffectState
+	RunID string
+	// At is when the call was begun, the order the list is in.
+	At time.Time
+}
 
 type field struct{ Name, Value string }
 
@@ -249,29 +260,25 @@ func (s *Server) card(r *http.Request, p Principal, a store.Approval) (card, err
 	return c, nil
 }
 
-// customerEffects lists the side effects applied by the customer's other
-// recent runs, newest first: a third refund this week reads differently
-// from a first.
-func (s *Server) customerEffects(r *http.Request, tenant string, run store.Run) ([]store.Effect, error) {
-	runs, err := s.st.ListRuns(r.Context(), store.ListRunsParams{Tenant: tenant, User: run.User, Newest: true, Limit: earlierRuns + 1})
+// customerEffects lists what Belay did, or may have done, for the run's
+// customer in their other runs, newest first: a refund of the same invoice
+// yesterday makes today's a double refund. A run for no one in particular
+// has no customer to look up.
+func (s *Server) customerEffects(r *http.Request, tenant string, run store.Run) ([]earlierEffect, error) {
+	if run.User == "" {
+		return nil, nil
+	}
+	es, err := s.st.CustomerEffects(r.Context(), store.CustomerEffectsParams{
+		Tenant: tenant, User: run.User, ExceptRun: run.ID, Limit: earlierEffects})
 	if err != nil {
 		return nil, err
 	}
-	var out []store.Effect
-	for _, other := range runs {
-		if other.ID == run.ID {
-			continue
-		}
-		effects, err := s.st.Effects(r.Context(), tenant, other.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range slices.Backward(effects) {
-			if e.State == store.EffectDone {
-				e.Args = s.rt.RedactArgs(other.Agent, e.Tool, e.Args)
-				out = append(out, e)
-			}
-		}
+	var out []earlierEffect
+	for _, e := range es {
+		// Redacted by the tools of the agent that made the call, as the
+		// run's own effects are by theirs.
+		args := s.rt.RedactArgs(e.Agent, e.Tool, e.Args)
+		out = append(out, earlierEffect{Tool: e.Tool, Args: fields(args), State: e.State, RunID: e.RunID, At: e.CreatedAt})
 	}
 	return out, nil
 }

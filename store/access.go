@@ -145,9 +145,33 @@ type CancelRunParams struct {
 	Outbox []OutboxMessage
 }
 
+// CustomerEffectsParams asks for what Belay did for one customer of a
+// tenant in runs other than one: the history an approver weighs a new call
+// against (a refund of the same invoice yesterday is a double refund).
+type CustomerEffectsParams struct {
+	// Tenant is matched exactly, the empty tenant too (here it does not
+	// mean every tenant): a user id names a customer only within its tenant.
+	Tenant string
+	// User is the customer the runs act for (Run.User).
+	User string
+	// ExceptRun is left out, usually the run asking: its own effects are
+	// shown apart.
+	ExceptRun string
+	// Limit caps the effects returned; zero or less returns none.
+	Limit int
+}
+
+// CustomerEffect is a side effect of one of a customer's runs, with the
+// agent of that run: its tools say which arguments are secret, so the
+// caller can redact them as it does for the run's own effects.
+type CustomerEffect struct {
+	Effect
+	Agent string
+}
+
 // AccessStore is the part of a store the HTTP server needs beyond running
-// agents: credentials, console sessions, webhooks and their deliveries, and
-// cancellation. Both drivers implement it.
+// agents: credentials, console sessions, a customer's history, webhooks and
+// their deliveries, and cancellation. Both drivers implement it.
 type AccessStore interface {
 	Store
 
@@ -174,6 +198,12 @@ type AccessStore interface {
 	// expired at now (ExpiresAt at or before it) and returns how many. A
 	// session ended before it expired was gone already and is not counted.
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
+
+	// CustomerEffects returns the side effects of the customer's other runs
+	// that happened or may have (done or unknown; pending and failed ones
+	// are left out), newest begun first, ties by key descending. It reads
+	// through the customer's runs, never the tenant's whole ledger.
+	CustomerEffects(ctx context.Context, p CustomerEffectsParams) ([]CustomerEffect, error)
 
 	// CancelRun cancels a run and returns it; ErrWrongStatus if it ended.
 	CancelRun(ctx context.Context, p CancelRunParams) (Run, error)

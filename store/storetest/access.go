@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ func RunAccess(t *testing.T, open func(t *testing.T) store.AccessStore) {
 		{"APIKeys", testAPIKeys},
 		{"Sessions", testSessions},
 		{"DeleteExpiredSessions", testDeleteExpiredSessions},
+		{"CustomerEffects", testCustomerEffects},
 		{"CancelRun", testCancelRun},
 		{"CancelRunWhileLeased", testCancelRunWhileLeased},
 		{"Webhooks", testWebhooks},
@@ -218,6 +220,92 @@ func testDeleteExpiredSessions(t *testing.T, s store.AccessStore) {
 	if n, err := s.DeleteExpiredSessions(ctx, now); err != nil || n != 0 {
 		t.Errorf("DeleteExpiredSessions again: %d, %v; want 0", n, err)
 	}
+}
+
+func testCustomerEffects(t *testing.T, s store.AccessStore) {
+	tenant := uniq("tenant")
+	asking := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada"})
+	older := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada"})
+	billing := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada", Agent: "billing"})
+	bob := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "bob"})
+	elsewhere := newRun(t, s, store.CreateRunParams{User: "ada"})
+	claimed := map[string]store.Run{}
+	for _, r := range claimAll(t, s, "w1", t0, time.Hour) {
+		claimed[r.ID] = r
+	}
+	// effect begins a new key of r at minute m, settles it in state and
+	// returns the stored row with its run's agent.
+	effect := func(r store.Run, m int, state store.EffectState) store.CustomerEffect {
+		t.Helper()
+		c, ok := claimed[r.ID]
+		if !ok {
+			t.Fatalf("run %s was not claimed", r.ID)
+		}
+		in := intent(r, uniq("key"), "h")
+		at := t0.Add(time.Duration(m) * time.Minute)
+		beginEffect(t, s, store.BeginEffectParams{Fence: fence(c), Now: at, Effect: in})
+		if state != store.EffectPending {
+			checkpoint(t, s, store.CheckpointParams{Fence: fence(c), Now: at.Add(time.Second), Run: update(c),
+				Effects: []store.EffectUpdate{{Tenant: r.Tenant, Key: in.Key, State: state, Result: json.RawMessage(`{"ok":true}`)}}})
+		}
+		for _, e := range effects(t, s, r.Tenant, r.ID) {
+			if e.Key == in.Key {
+				return store.CustomerEffect{Effect: e, Agent: r.Agent}
+			}
+		}
+		t.Fatalf("effect %s of run %s is not in the ledger", in.Key, r.ID)
+		return store.CustomerEffect{}
+	}
+	olderDone := effect(older, 1, store.EffectDone)
+	billingDone := effect(billing, 2, store.EffectDone)
+	olderUnknown := effect(older, 3, store.EffectUnknown)
+	effect(older, 4, store.EffectPending)
+	effect(older, 5, store.EffectFailed)
+	billingLatest := effect(billing, 6, store.EffectDone)
+	bobDone := effect(bob, 7, store.EffectDone)
+	elsewhereDone := effect(elsewhere, 8, store.EffectDone)
+	// The asking run's own effect is the newest: leaving it out is the
+	// exclusion's doing, not the limit's.
+	askingDone := effect(asking, 9, store.EffectDone)
+
+	check := func(what string, p store.CustomerEffectsParams, want ...store.CustomerEffect) {
+		t.Helper()
+		got, err := s.CustomerEffects(t.Context(), p)
+		if err != nil {
+			t.Fatalf("CustomerEffects, %s: %v", what, err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("CustomerEffects, %s: %v, want %v", what, customerEffectKeys(got), customerEffectKeys(want))
+			return
+		}
+		for i := range want {
+			checkEffect(t, fmt.Sprintf("CustomerEffects, %s, row %d", what, i), got[i].Effect, want[i].Effect)
+			if got[i].Agent != want[i].Agent {
+				t.Errorf("CustomerEffects, %s, row %d: agent %q, want %q", what, i, got[i].Agent, want[i].Agent)
+			}
+		}
+	}
+	ada := store.CustomerEffectsParams{Tenant: tenant, User: "ada", ExceptRun: asking.ID, Limit: 20}
+	check("ada's other runs", ada, billingLatest, olderUnknown, billingDone, olderDone)
+	limited := ada
+	limited.Limit = 2
+	check("limit 2", limited, billingLatest, olderUnknown)
+	limited.Limit = 0
+	check("limit 0", limited)
+	all := ada
+	all.ExceptRun = ""
+	check("no run left out", all, askingDone, billingLatest, olderUnknown, billingDone, olderDone)
+	check("bob", store.CustomerEffectsParams{Tenant: tenant, User: "bob", ExceptRun: asking.ID, Limit: 20}, bobDone)
+	check("ada in another tenant", store.CustomerEffectsParams{Tenant: elsewhere.Tenant, User: "ada", Limit: 20}, elsewhereDone)
+	check("an unknown customer", store.CustomerEffectsParams{Tenant: tenant, User: "carol", Limit: 20})
+}
+
+func customerEffectKeys(es []store.CustomerEffect) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.RunID+"/"+e.Key)
+	}
+	return out
 }
 
 func testCancelRun(t *testing.T, s store.AccessStore) {
