@@ -362,3 +362,48 @@ func TestOverloadedModelFallsBack(t *testing.T) {
 		t.Errorf("a dollar budget with an unpriced fallback: %v", err)
 	}
 }
+
+// A run paused until a time is claimed when the time comes; that timer has
+// then fired. A later pause for a person (here the turn budget) must not
+// carry it over, or the run would be due again at once, and claimed and
+// paused over and over.
+func TestFiredTimerIsNotCarriedIntoTheNextPause(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	calls := 0
+	m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		calls++
+		if calls == 1 {
+			return scripted.Reply{Err: &model.Error{Class: model.ClassOverloaded, StatusCode: 529, Err: errors.New("overloaded")}}, nil
+		}
+		return scripted.Reply{Calls: []scripted.Call{{Name: "lookup", Args: map[string]string{"id": "A-1"}}}}, nil
+	})
+	st := openStore(t)
+	c := newClock()
+	rt := newRuntime(t, st, c, &Agent{Name: "a", Model: m, Tools: []Tool{lookupTool()}, Budget: Budget{MaxTurns: 1}})
+	run, _, err := rt.StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "look"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetRun(ctx, "", run.ID); got.StopReason != "overloaded" || got.ResumeAfter.IsZero() {
+		t.Fatalf("first stop %s, resume after %v: want overloaded with a time", got.StopReason, got.ResumeAfter)
+	}
+
+	c.Advance(time.Minute)
+	// Were the timer carried over, Drain would claim the run without end.
+	drainCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := rt.Drain(drainCtx); err != nil {
+		t.Fatalf("drain after the timer: %v (the run kept coming due)", err)
+	}
+	got, err := st.GetRun(ctx, "", run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.StatusPaused || got.StopReason != "max_turns" || !got.ResumeAfter.IsZero() {
+		t.Errorf("run %s (%s), resume after %v: want paused for max_turns, waiting for a person", got.Status, got.StopReason, got.ResumeAfter)
+	}
+}

@@ -117,6 +117,10 @@ func (x *execution) info() RunInfo {
 }
 
 func (x *execution) loop(ctx context.Context) error {
+	// A run paused until a time was claimed because the time came: its
+	// timer has fired. Kept, it would go with the run's next pause, which
+	// would then be due at once, claimed and paused again without end.
+	x.run.ResumeAfter = time.Time{}
 	if err := x.load(ctx); err != nil {
 		return err
 	}
