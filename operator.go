@@ -59,6 +59,70 @@ func resumeRun(ctx context.Context, s store.Store, now time.Time, tenant, runID 
 	return run, nil
 }
 
+// ErrUnknownAgent is returned by Runtime.MigrateRun for a run of an agent
+// this runtime does not have: it knows no version to move the run to.
+var ErrUnknownAgent = errors.New("no agent of that name in this runtime")
+
+// MigrateRun is the explicit migration a run needs to continue on another
+// agent version: a run paused with stop reason version_mismatch is moved to
+// the version of the agent this runtime has under the run's agent name, and
+// queued. It continues from its checkpoint, its messages as they are, under
+// the new instructions and tools. A run in any other state is refused with
+// store.ErrWrongStatus and left as it is. by names who decided, as
+// "human:<id>"; the trace records a "migrated" event with both versions.
+func (r *Runtime) MigrateRun(ctx context.Context, tenant, runID, by string) (store.Run, error) {
+	run, err := r.store.GetRun(ctx, tenant, runID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("migrate: %w", err)
+	}
+	a, ok := r.agents[run.Agent]
+	if !ok {
+		return store.Run{}, fmt.Errorf("migrate: run %s is a run of agent %q: %w", runID, run.Agent, ErrUnknownAgent)
+	}
+	run, err = migrateRun(ctx, r.store, r.cfg.now(), tenant, run, a.Version, by)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.poke()
+	return run, nil
+}
+
+// MigrateRun is Runtime.MigrateRun for tools that hold a store but no
+// agents, such as the belay CLI, so the caller names the version: the one
+// the workers run, which the run's version_mismatch stop detail names. A
+// worker on yet another version pauses the run again, naming both.
+func MigrateRun(ctx context.Context, s store.Store, tenant, runID, toVersion, by string) (store.Run, error) {
+	if toVersion == "" {
+		return store.Run{}, errors.New("migrate: no version to migrate to")
+	}
+	run, err := s.GetRun(ctx, tenant, runID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("migrate: %w", err)
+	}
+	return migrateRun(ctx, s, time.Now(), tenant, run, toVersion, by)
+}
+
+func migrateRun(ctx context.Context, s store.Store, now time.Time, tenant string, run store.Run, to, by string) (store.Run, error) {
+	if run.Status != store.StatusPaused || run.StopReason != "version_mismatch" {
+		return store.Run{}, fmt.Errorf("migrate: run %s is %s (%s), not paused on a version mismatch: %w",
+			run.ID, run.Status, run.StopReason, store.ErrWrongStatus)
+	}
+	if run.AgentVersion == to {
+		// Another worker paused it; a resume, not a migration, continues it
+		// on its own version.
+		return store.Run{}, fmt.Errorf("migrate: run %s is on version %s already; resume it to continue on that version", run.ID, to)
+	}
+	migrated, err := s.ResumeRun(ctx, store.ResumeRunParams{
+		Tenant: tenant, RunID: run.ID, Now: now, From: []store.Status{store.StatusPaused}, AgentVersion: to,
+		Events: []store.Event{event(run.Step, now, "migrated", map[string]any{
+			"by": by, "agent": run.Agent, "from": run.AgentVersion, "to": to})},
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("migrate: %w", err)
+	}
+	return migrated, nil
+}
+
 // Outcome is a person's answer about a side effect whose outcome the run
 // could not find out: it landed (with what result), or it did not.
 type Outcome struct {

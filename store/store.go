@@ -383,6 +383,10 @@ type ResumeRunParams struct {
 	From []Status
 	// Budget, if not nil, replaces the run's budget.
 	Budget json.RawMessage
+	// AgentVersion, if not empty, replaces the run's agent version: an
+	// operator's explicit migration of a run to the version its workers now
+	// run. Empty keeps the version the run was started on.
+	AgentVersion string
 	// Effects are settled in the same transaction: a person's answer to an
 	// outcome the run could not find out. A key never begun fails it all
 	// with ErrNotFound.

@@ -58,6 +58,7 @@ func commands() []command {
 		{name: "reject", summary: "reject a pending approval with a reason (--note)", run: runReject},
 		{name: "stats", summary: "approval statistics per category: belay stats approvals", run: runStats},
 		{name: "resume", summary: "continue a paused run, raising the limit it hit (--add-usd, --add-turns)", run: runResume},
+		{name: "migrate", summary: "move a run paused on version_mismatch to a new agent version (--to-version)", run: runMigrate},
 		{name: "resolve", summary: "answer an unknown outcome: the side effect happened (--applied) or not", run: runResolve},
 		{name: "killswitch", summary: "stop or restart model calls for a tenant or everyone", run: runKillSwitch},
 		{name: "bench", summary: "measure durable steps per second and per-step overhead", run: runBench},

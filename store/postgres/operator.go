@@ -82,10 +82,11 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 		}
 		b := &pgx.Batch{}
 		b.Queue(runResumeSQL, namedArgs{
-			"id":     p.RunID,
-			"tenant": p.Tenant,
-			"budget": []byte(p.Budget),
-			"now":    nanos(p.Now),
+			"id":            p.RunID,
+			"tenant":        p.Tenant,
+			"budget":        []byte(p.Budget),
+			"agent_version": p.AgentVersion,
+			"now":           nanos(p.Now),
 		}).QueryRow(func(row pgx.Row) (err error) {
 			run, err = scanRun(row)
 			return err

@@ -93,6 +93,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 			sql.Named("id", p.RunID),
 			sql.Named("tenant", p.Tenant),
 			sql.Named("budget", budget),
+			sql.Named("agent_version", p.AgentVersion),
 			sql.Named("now", nanos(p.Now)),
 		))
 		if err != nil {

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OutboxWithCheckpoint", testOutboxWithCheckpoint},
 		{"ResumeRun", testResumeRun},
 		{"ResumeSettlesEffects", testResumeSettlesEffects},
+		{"ResumeMigratesVersion", testResumeMigratesVersion},
 		{"KillSwitch", testKillSwitch},
 		{"ApprovalsPersistAndReplay", testApprovalsPersistAndReplay},
 		{"DecideApproval", testDecideApproval},

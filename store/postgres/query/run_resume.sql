@@ -1,5 +1,7 @@
 -- A run waiting for a person goes back to the queue; what stopped it is
--- cleared, and so is its escalation packet, now acted on.
+-- cleared, and so is its escalation packet, now acted on. An empty
+-- agent_version keeps the run on the version it was started on; another one
+-- is an operator's migration.
 UPDATE runs
 SET status = 'queued',
     stop_reason = '',
@@ -7,6 +9,7 @@ SET status = 'queued',
     resume_after = 0,
     escalation = NULL,
     budget = coalesce(@budget, budget),
+    agent_version = coalesce(nullif(@agent_version, ''), agent_version),
     updated_at = @now,
     changed_at = @now
 WHERE id = @id AND (@tenant = '' OR tenant = @tenant)

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/store"
+)
+
+// runMigrate moves a run paused on a version mismatch to the agent version
+// the workers now run and queues it: the explicit migration without which a
+// run is never resumed into another version. The CLI holds no agents, so the
+// operator names the version; the worker that paused the run named it in the
+// stop detail.
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("migrate", stderr)
+	db := dbFlag(fs)
+	to := fs.String("to-version", "", "the agent version the workers now run (required; belay show RUN names it)")
+	tenant := fs.String("tenant", "", "the run's tenant (default: any)")
+	as := fs.String("as", "", "who decides, recorded in the trace (default: human:$USER)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: belay migrate RUN --to-version V [--tenant T] [--as NAME] [--db PATH | --database-url URL]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Moves a run paused on version_mismatch (a deploy changed its agent's instructions, tools or")
+		fmt.Fprintln(stderr, "model) to version V and queues it: it continues from its checkpoint under the new agent.")
+		fmt.Fprintln(stderr, "V is the version the workers now run, named in the run's stop detail (belay show RUN).")
+		fmt.Fprintln(stderr, "The move is recorded in the trace as a migrated event, with both versions and who decided.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	runID, err := parseRunArg(fs, args)
+	if err != nil {
+		return err
+	}
+	st, err := db.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	run, err := st.GetRun(ctx, *tenant, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("run %s not found in %s (list runs with: belay runs %s)", runID, db.Name(), db)
+	}
+	if err != nil {
+		return fmt.Errorf("read run %s: %w", runID, err)
+	}
+	if *to == "" {
+		msg := "migrate: which version? --to-version names the agent version the workers now run"
+		if run.StopReason == "version_mismatch" {
+			msg += "; the run stopped with: " + run.StopDetail
+		}
+		return usageError{msg}
+	}
+	migrated, err := belay.MigrateRun(ctx, st, *tenant, runID, *to, decider(*as))
+	if errors.Is(err, store.ErrWrongStatus) {
+		return fmt.Errorf("%w; only a run paused on version_mismatch is migrated (see its status with: belay show %s %s)", err, runID, db)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run %s moved from %s version %s to %s and is %s: the next worker on %s that runs %s continues it\n",
+		migrated.ID, migrated.Agent, run.AgentVersion, migrated.AgentVersion, migrated.Status, db.Name(), migrated.AgentVersion)
+	return nil
+}
