@@ -244,6 +244,12 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 			return fmt.Errorf("release savepoint: %w", err)
 		}
 	}
+	if ran == 0 {
+		// Every caller had given up before its turn: there is nothing to
+		// commit, and a commit would count without a write.
+		tx.rollback()
+		return nil
+	}
 	if _, err := tx.ExecContext(ctx, commitSQL); err != nil {
 		// A commit that failed (the disk is full, say) leaves the
 		// transaction open.

@@ -248,3 +248,27 @@ func TestBatchFails(t *testing.T) {
 		}
 	}
 }
+
+// A batch whose callers all gave up before their turn commits nothing and
+// counts no commit.
+func TestBatchOfCallersWhoGaveUp(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, filepath.Join(t.TempDir(), "belay.db"))
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+	before := s.Stats()
+	batch := []*request{{ctx: canceled, fn: func(context.Context, *writeTx) error {
+		t.Error("a request whose caller gave up ran")
+		return nil
+	}}}
+	errs := make([]error, len(batch))
+	// The writer goroutine is idle, waiting for requests, so the batch can
+	// be run here.
+	s.writer.commit(batch, errs)
+	if !errors.Is(errs[0], context.Canceled) {
+		t.Errorf("request of a caller who gave up: %v, want context.Canceled", errs[0])
+	}
+	if after := s.Stats(); after != before {
+		t.Errorf("stats %+v after a batch that wrote nothing, want %+v", after, before)
+	}
+}
