@@ -113,7 +113,8 @@ func migrateRun(ctx context.Context, s store.Store, now time.Time, tenant string
 		return store.Run{}, fmt.Errorf("migrate: run %s is on version %s already; resume it to continue on that version", run.ID, to)
 	}
 	migrated, err := s.ResumeRun(ctx, store.ResumeRunParams{
-		Tenant: tenant, RunID: run.ID, Now: now, From: []store.Status{store.StatusPaused}, AgentVersion: to,
+		Tenant: tenant, RunID: run.ID, Now: now, From: []store.Status{store.StatusPaused}, StopReason: "version_mismatch",
+		AgentVersion: to,
 		Events: []store.Event{event(run.Step, now, "migrated", map[string]any{
 			"by": by, "agent": run.Agent, "from": run.AgentVersion, "to": to})},
 	})

@@ -381,6 +381,11 @@ type ResumeRunParams struct {
 	Now    time.Time
 	// From lists the statuses the run may be in; otherwise ErrWrongStatus.
 	From []Status
+	// StopReason, if not empty, is the reason the run must have stopped
+	// for; otherwise ErrWrongStatus. It is checked in the transaction that
+	// resumes, so a run paused again for another reason since the caller
+	// read it is left alone.
+	StopReason string
 	// Budget, if not nil, replaces the run's budget.
 	Budget json.RawMessage
 	// AgentVersion, if not empty, replaces the run's agent version: an

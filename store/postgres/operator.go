@@ -86,9 +86,14 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 			"tenant":        p.Tenant,
 			"budget":        []byte(p.Budget),
 			"agent_version": p.AgentVersion,
+			"stop_reason":   p.StopReason,
 			"now":           nanos(p.Now),
 		}).QueryRow(func(row pgx.Row) (err error) {
 			run, err = scanRun(row)
+			if errors.Is(err, pgx.ErrNoRows) {
+				// The run is locked and exists: only its stop reason differs.
+				return fmt.Errorf("%w: it did not stop for %q", store.ErrWrongStatus, p.StopReason)
+			}
 			return err
 		})
 		queueSettles(b, p.Now, p.Effects)

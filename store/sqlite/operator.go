@@ -94,8 +94,12 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 			sql.Named("tenant", p.Tenant),
 			sql.Named("budget", budget),
 			sql.Named("agent_version", p.AgentVersion),
+			sql.Named("stop_reason", p.StopReason),
 			sql.Named("now", nanos(p.Now)),
 		))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: it stopped for %q, not %q", store.ErrWrongStatus, cur.StopReason, p.StopReason)
+		}
 		if err != nil {
 			return err
 		}

@@ -36,6 +36,9 @@ func testResumeMigratesVersion(t *testing.T, s store.Store) {
 		{"from a status the run is not in",
 			store.ResumeRunParams{Tenant: r.Tenant, RunID: r.ID, Now: t0, From: []store.Status{store.StatusEscalated}, AgentVersion: "v2", Events: migrated(t0)},
 			store.ErrWrongStatus},
+		{"of a run that stopped for another reason",
+			store.ResumeRunParams{Tenant: r.Tenant, RunID: r.ID, Now: t0, From: from, StopReason: "max_turns", AgentVersion: "v2", Events: migrated(t0)},
+			store.ErrWrongStatus},
 		{"settling a key never begun",
 			store.ResumeRunParams{Tenant: r.Tenant, RunID: r.ID, Now: t0, From: from, AgentVersion: "v2", Events: migrated(t0),
 				Effects: []store.EffectUpdate{{Tenant: r.Tenant, Key: uniq("never-begun"), State: store.EffectDone}}},
@@ -53,7 +56,7 @@ func testResumeMigratesVersion(t *testing.T, s store.Store) {
 
 	now := t0.Add(time.Hour)
 	got, err := s.ResumeRun(t.Context(), store.ResumeRunParams{Tenant: r.Tenant, RunID: r.ID, Now: now, From: from,
-		AgentVersion: "v2", Events: migrated(now)})
+		StopReason: "version_mismatch", AgentVersion: "v2", Events: migrated(now)})
 	if err != nil {
 		t.Fatal(err)
 	}
