@@ -307,6 +307,13 @@ func checkRunsDone(t *testing.T, c *cluster, runs map[string]int) {
 		}
 		if bad++; bad <= 10 {
 			t.Errorf("run %s (%s) ended %s (%s: %s), lease owner %q", run.ID, run.ClientRequestID, run.Status, run.StopReason, run.StopDetail, run.LeaseOwner)
+			// What the run saw: its answer and its trace, to tell why.
+			t.Logf("  its final answer: %s", run.Final)
+			if events, err := c.st.Events(t.Context(), run.ID); err == nil {
+				for _, e := range events {
+					t.Logf("  step %d %s %s", e.Step, e.Type, e.Data)
+				}
+			}
 		}
 	}
 	if bad > 10 {
