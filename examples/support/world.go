@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // The scenario's names, for code that checks the world after a run.
@@ -35,7 +35,9 @@ var (
 // _txlock=immediate makes every transaction take the write lock up front: a
 // transaction that reads, then writes, can otherwise fail with SQLITE_BUSY
 // when another process wrote in between, which busy_timeout cannot help.
-const dsnParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+const dsnParams = "_pragma=busy_timeout(5000)&" + dsnRest
+
+const dsnRest = "_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 
 // World is the support desk's outside world: the knowledge base, billing,
 // the mailbox and the CRM, as state in one SQLite file.
@@ -57,6 +59,10 @@ type World struct {
 // OpenWorld opens the world at path, creating the file and its tables if
 // they do not exist. It does not seed the scenario; see Seed.
 func OpenWorld(ctx context.Context, path string) (*World, error) {
+	return openWorld(ctx, path, dsnParams)
+}
+
+func openWorld(ctx context.Context, path, dsnParams string) (*World, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open world %q: want a file path without '?'", path)
 	}
@@ -173,6 +179,9 @@ func (w *World) exec(ctx context.Context, script string) error {
 func (w *World) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
+		if se, ok := errors.AsType[*sqlite.Error](err); ok && se.Code()&0xff == sqliteBusy {
+			return &BusyError{err: err}
+		}
 		return err
 	}
 	if err := fn(tx); err != nil {
@@ -188,3 +197,18 @@ func (w *World) afterEffect(kind string) {
 		w.AfterEffect(kind)
 	}
 }
+
+// sqliteBusy is SQLite's primary result code for a lock it could not get.
+const sqliteBusy = 5
+
+// BusyError is a call that could not begin because other processes held the
+// world's write lock for longer than it waits (busy_timeout). Nothing was
+// changed, so calling again is safe: the error is transient, and Belay's
+// tool executor retries it with backoff, even for a tool with side effects.
+type BusyError struct{ err error }
+
+func (e *BusyError) Error() string { return e.err.Error() + "; nothing was changed, try again" }
+func (e *BusyError) Unwrap() error { return e.err }
+
+// Transient reports that calling again may succeed.
+func (e *BusyError) Transient() bool { return true }

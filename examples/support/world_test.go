@@ -1,9 +1,11 @@
 package support
 
 import (
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -294,5 +296,44 @@ func TestWorldIsSharedThroughTheFile(t *testing.T) {
 	wg.Wait()
 	if got := mustCounts(t, b); got != (Counts{Refunds: 2, Emails: 1}) {
 		t.Fatalf("counts = %+v, want 2 refunds (one per charge) and 1 email", got)
+	}
+}
+
+// A call that cannot get the world's write lock in time changes nothing and
+// says it is transient, so Belay retries it, even for a side effect; the
+// retry, holding the same key, sends the one email.
+func TestBusyWorldIsTransient(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "world.db")
+	w, err := openWorld(ctx, path, "_pragma=busy_timeout(20)&"+dsnRest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	other, err := sql.Open("sqlite", path+"?"+dsnParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	holder, err := other.BeginTx(ctx, nil) // BEGIN IMMEDIATE: holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.SendEmail(ctx, "key-1", "ada@example.com", "hello", "body")
+	var busy *BusyError
+	if !errors.As(err, &busy) || !busy.Transient() || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("send while another process holds the lock: %v, want a transient *BusyError", err)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := w.SendEmail(ctx, "key-1", "ada@example.com", "hello", "body"); err != nil {
+		t.Fatal(err)
+	}
+	if emails, err := w.Emails(ctx, "ada@example.com"); err != nil || len(emails) != 1 {
+		t.Errorf("emails %v, %v: want the one sent after the lock was free", emails, err)
 	}
 }
