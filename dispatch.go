@@ -18,8 +18,9 @@ import (
 // happened and nothing can tell which, so a person decides.
 var errUnknownOutcome = errors.New("outcome unknown")
 
-// dispatch executes the tool calls of one assistant turn and checkpoints all
-// their results in one message, as the model's protocol requires.
+// dispatch executes the tool calls of one assistant turn and appends all
+// their results in one message, as the model's protocol requires; the run's
+// next write, with the next model response, makes the step durable.
 func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 	uses := model.ToolUses(turn.Content)
 	calls, err := x.gate(ctx, uses)

@@ -30,7 +30,10 @@
 //     (never the tool_use id), then calls, then records the result;
 //  5. checkpoints the results, usage, cost, plan and guard state in one
 //     transaction fenced by the lease epoch: a worker whose lease was taken
-//     over writes nothing.
+//     over writes nothing. The checkpoint goes out with the next model
+//     response, so a step costs one commit: the turn's side effects are
+//     settled in the ledger by then, and a crash in between only runs the
+//     turn's reads again.
 //
 // When the model stops asking for tools, the agent's [Requirement]s are
 // checked against real state; only a verified run is done.
