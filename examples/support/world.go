@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	"modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver; its Error tells a busy lock
 )
 
 // The scenario's names, for code that checks the world after a run.
@@ -62,11 +62,13 @@ func OpenWorld(ctx context.Context, path string) (*World, error) {
 	return openWorld(ctx, path, dsnParams)
 }
 
-func openWorld(ctx context.Context, path, dsnParams string) (*World, error) {
+// openWorld is OpenWorld with the connection parameters given: tests wait
+// for a lock less long.
+func openWorld(ctx context.Context, path, dsn string) (*World, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open world %q: want a file path without '?'", path)
 	}
-	db, err := sql.Open("sqlite", path+"?"+dsnParams)
+	db, err := sql.Open("sqlite", path+"?"+dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open world %s: %w", path, err)
 	}
