@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	_ "embed"
 
@@ -75,44 +76,41 @@ func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error)
 	return es, nil
 }
 
-// insertMessages appends messages to a run. A sequence number the run
-// already has fails: history is never rewritten.
+// insertMessages appends messages to a run, up to rowsPerInsert in one
+// statement. A sequence number the run already has fails: history is never
+// rewritten.
 func insertMessages(ctx context.Context, tx *writeTx, runID string, ms []store.Message) error {
-	for _, m := range ms {
-		content := m.Content
-		if content == nil {
-			content = []byte{}
+	for chunk := range slices.Chunk(ms, rowsPerInsert) {
+		args := make([]any, 0, 6*len(chunk))
+		for _, m := range chunk {
+			content := m.Content
+			if content == nil {
+				content = []byte{}
+			}
+			args = append(args, runID, m.Seq, m.Step, m.Role, content, nanos(m.CreatedAt))
 		}
-		_, err := tx.ExecContext(ctx, messageInsertSQL,
-			sql.Named("run_id", runID),
-			sql.Named("seq", m.Seq),
-			sql.Named("step", m.Step),
-			sql.Named("role", m.Role),
-			sql.Named("content", content),
-			sql.Named("created_at", nanos(m.CreatedAt)),
-		)
+		_, err := tx.ExecContext(ctx, messageInserts[len(chunk)-1], args...)
+		first, last := chunk[0].Seq, chunk[len(chunk)-1].Seq
 		if isPrimaryKeyConflict(err) {
-			return fmt.Errorf("append message %d: exists, messages are append-only: %w", m.Seq, err)
+			return fmt.Errorf("append messages %d to %d: one exists, messages are append-only: %w", first, last, err)
 		}
 		if err != nil {
-			return fmt.Errorf("append message %d: %w", m.Seq, err)
+			return fmt.Errorf("append messages %d to %d: %w", first, last, err)
 		}
 	}
 	return nil
 }
 
-// insertEvents appends events to a run's trace; the table assigns their Seq.
+// insertEvents appends events to a run's trace, up to rowsPerInsert in one
+// statement; the table assigns their Seq in order.
 func insertEvents(ctx context.Context, tx *writeTx, runID string, es []store.Event) error {
-	for _, e := range es {
-		_, err := tx.ExecContext(ctx, eventInsertSQL,
-			sql.Named("run_id", runID),
-			sql.Named("step", e.Step),
-			sql.Named("type", e.Type),
-			sql.Named("ts", nanos(e.Time)),
-			sql.Named("data", []byte(e.Data)),
-		)
-		if err != nil {
-			return fmt.Errorf("append event %s: %w", e.Type, err)
+	for chunk := range slices.Chunk(es, rowsPerInsert) {
+		args := make([]any, 0, 5*len(chunk))
+		for _, e := range chunk {
+			args = append(args, runID, e.Step, e.Type, nanos(e.Time), []byte(e.Data))
+		}
+		if _, err := tx.ExecContext(ctx, eventInserts[len(chunk)-1], args...); err != nil {
+			return fmt.Errorf("append events %s to %s: %w", chunk[0].Type, chunk[len(chunk)-1].Type, err)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -278,15 +279,14 @@ func (w *writer) closeDB() error {
 }
 
 // writeQueries are prepared once on the writer's connection.
-var writeQueries = []string{
+var writeQueries = slices.Concat(eventInserts, messageInserts, []string{
 	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL,
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
 	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL,
-	messageInsertSQL, eventInsertSQL,
 	effectGetSQL, effectInsertSQL, effectRetrySQL, effectRestartSQL, effectSettleSQL,
 	outboxInsertSQL,
 	deliveryFanOutSQL, outboxDispatchSQL, deliveryDueSQL, deliveryLeaseSQL, deliverySettleSQL,
-}
+})
 
 // writeTx is the batch's transaction as a request sees it. Its statements
 // run prepared: parsing a statement costs more than running it.

@@ -326,6 +326,35 @@ func testEventsOrdered(t *testing.T, s store.Store) {
 	checkEvents(t, "events of b", events(t, s, b.ID), []store.Event{ev(b.ID, 0, "created"), ev(b.ID, 1, "other")})
 }
 
+// testLongCheckpoint writes more messages and events in one checkpoint than
+// a store is likely to put in one statement, of sizes that share no
+// boundary with it.
+func testLongCheckpoint(t *testing.T, s store.Store) {
+	for _, n := range []int{1, 7, 8, 9, 19} {
+		r := newRun(t, s, store.CreateRunParams{})
+		claimed := claimRun(t, s, r.ID, "w1", t0, time.Hour)
+		var in, wantMsgs []store.Message
+		var es, wantEvents []store.Event
+		for i := range n {
+			m := store.Message{Seq: i, Step: i / 2, Role: []string{"user", "assistant"}[i%2],
+				Content: []byte(fmt.Sprintf(`[{"type":"text","text":"m%d"}]`, i)), CreatedAt: t0.Add(time.Duration(i))}
+			in = append(in, m)
+			m.RunID = r.ID
+			wantMsgs = append(wantMsgs, m)
+			e := store.Event{Step: i, Type: fmt.Sprintf("e%d", i), Time: t0.Add(time.Duration(i)),
+				Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+			es = append(es, e)
+			e.RunID = r.ID
+			wantEvents = append(wantEvents, e)
+		}
+		u := update(claimed)
+		u.Messages = n
+		checkpoint(t, s, store.CheckpointParams{Fence: fence(claimed), Now: t0, Run: u, Messages: in, Events: es})
+		checkMessages(t, fmt.Sprintf("%d messages", n), messages(t, s, r.ID), wantMsgs)
+		checkEvents(t, fmt.Sprintf("%d events", n), events(t, s, r.ID), wantEvents)
+	}
+}
+
 func testConcurrentCheckpoints(t *testing.T, s store.Store) {
 	const runs, steps = 32, 5
 	var claimed []store.Run

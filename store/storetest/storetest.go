@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"MessagesAppendOnly", testMessagesAppendOnly},
 		{"MessageBytes", testMessageBytes},
 		{"EventsOrdered", testEventsOrdered},
+		{"LongCheckpoint", testLongCheckpoint},
 		{"BeginEffect", testBeginEffect},
 		{"BeginEffectTenantScope", testBeginEffectTenantScope},
 		{"BeginEffectStaleFence", testBeginEffectStaleFence},
