@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -201,6 +202,12 @@ func TestMigrateKeepsRows(t *testing.T) {
 			policy_version, binding, status, expires_at, created_at)
 		VALUES ('ap1', 't', 'r1', 1, 'toolu_1', 'reply', X'7B7D', 'h', 'r', 'c', 's', 'v', 'b', 'pending', 9, 1);
 		INSERT INTO outbox (tenant, run_id, kind, payload, created_at) VALUES ('t', 'r1', 'escalation', X'7B7D', 1);
+		INSERT INTO runs (id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, status, created_at, updated_at)
+		VALUES ('r2', 't', 'u', '', 'a', '', '', 0, 'done', 2, 2);
+		INSERT INTO messages (run_id, seq, step, role, content, created_at) VALUES
+			('r2', 0, 0, 'user', X'5B5D', 3), ('r1', 0, 0, 'user', X'7B7D', 4), ('r2', 1, 1, 'assistant', X'2222', 5);
+		INSERT INTO events (run_id, step, type, ts, data) VALUES
+			('r1', 0, 'created', 6, X'7B7D'), ('r2', 0, 'created', 7, NULL), ('r2', 1, 'model_call', 8, X'5B315D');
 	`); err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +224,46 @@ func TestMigrateKeepsRows(t *testing.T) {
 	if err != nil || a.SelfApproval || a.Status != store.ApprovalPending {
 		t.Errorf("approval after migration: %+v, %v", a, err)
 	}
+	// Messages and events kept their runs when migration 8 moved them to
+	// the runs' refs.
+	var got []string
+	for _, id := range []string{"r1", "r2"} {
+		ms, err := s.Messages(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			got = append(got, fmt.Sprintf("%s message %d %s %s %d", m.RunID, m.Seq, m.Role, m.Content, m.CreatedAt.UnixNano()))
+		}
+		es, err := s.Events(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			got = append(got, fmt.Sprintf("%s event %d %s %s %d", e.RunID, e.Step, e.Type, e.Data, e.Time.UnixNano()))
+		}
+	}
+	want := []string{
+		"r1 message 0 user {} 4", "r1 event 0 created {} 6",
+		"r2 message 0 user [] 3", "r2 message 1 assistant \"\" 5",
+		"r2 event 0 created  7", "r2 event 1 model_call [1] 8",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("after migration:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A run created after the migration takes the next ref, not one of
+	// theirs.
+	r3, _, err := s.CreateRun(t.Context(), store.CreateRunParams{ID: "r3", Tenant: "t", User: "u", Agent: "a", Now: t0,
+		Events: []store.Event{{Type: "created", Time: t0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]int{r3.ID: 1, "r2": 2, "r1": 1} {
+		if es, err := s.Events(t.Context(), id); err != nil || len(es) != want {
+			t.Errorf("events of %s: %d, %v; want %d", id, len(es), err, want)
+		}
+	}
+
 	ds, err := s.ClaimDeliveries(t.Context(), store.ClaimDeliveriesParams{Owner: "d", Now: t0, TTL: time.Minute, Limit: 10})
 	if err != nil || len(ds) != 0 {
 		t.Errorf("deliveries of a tenant without webhooks: %+v, %v", ds, err)

@@ -1,4 +1,4 @@
-SELECT id, run_id, step, type, ts, data
-FROM events
-WHERE run_id = @run_id
-ORDER BY id;
+SELECT e.id, r.id, e.step, e.type, e.ts, e.data
+FROM runs r JOIN events e ON e.run_ref = r.ref
+WHERE r.id = @run_id
+ORDER BY e.id;

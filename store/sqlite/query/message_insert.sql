@@ -1,4 +1,4 @@
 -- The last line is one message; insertMessages repeats it for each message
--- it appends in one statement.
-INSERT INTO messages (run_id, seq, step, role, content, created_at) VALUES
-(?, ?, ?, ?, ?, ?)
+-- it appends in one statement. An unknown run id fails: run_ref is NOT NULL.
+INSERT INTO messages (run_ref, seq, step, role, content, created_at) VALUES
+((SELECT ref FROM runs WHERE id = ?), ?, ?, ?, ?, ?)

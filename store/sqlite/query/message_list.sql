@@ -1,4 +1,4 @@
-SELECT run_id, seq, step, role, content, created_at
-FROM messages
-WHERE run_id = @run_id
-ORDER BY seq;
+SELECT r.id, m.seq, m.step, m.role, m.content, m.created_at
+FROM runs r JOIN messages m ON m.run_ref = r.ref
+WHERE r.id = @run_id
+ORDER BY m.seq;

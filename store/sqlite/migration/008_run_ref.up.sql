@@ -1,0 +1,49 @@
+-- Messages and events refer to their run by a small integer, not by its
+-- 29-character id. Their keys and the events' run index shrink to a third,
+-- so the pages a group commit dirties for the steps of many runs fall from
+-- about 47 to 34, and the file by a fifth.
+--
+-- ref is not the rowid: VACUUM may renumber the rowids of a table whose
+-- primary key is not an INTEGER PRIMARY KEY. Runs are never deleted, so
+-- max(ref) + 1 never reuses one.
+ALTER TABLE runs ADD COLUMN ref INTEGER;
+UPDATE runs SET ref = rowid;
+CREATE UNIQUE INDEX runs_ref ON runs (ref);
+
+CREATE TABLE messages_by_ref (
+    run_ref    INTEGER NOT NULL REFERENCES runs (ref),
+    seq        INTEGER NOT NULL,
+    step       INTEGER NOT NULL,
+    role       TEXT    NOT NULL,
+    content    BLOB    NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (run_ref, seq)
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO messages_by_ref (run_ref, seq, step, role, content, created_at)
+SELECT r.ref, m.seq, m.step, m.role, m.content, m.created_at
+FROM messages m JOIN runs r ON r.id = m.run_id;
+
+DROP TABLE messages;
+ALTER TABLE messages_by_ref RENAME TO messages;
+
+CREATE TABLE events_by_ref (
+    -- Not AUTOINCREMENT: rowids already grow while no event is deleted, and
+    -- AUTOINCREMENT costs a write to sqlite_sequence per event.
+    id      INTEGER NOT NULL PRIMARY KEY,
+    run_ref INTEGER NOT NULL REFERENCES runs (ref),
+    step    INTEGER NOT NULL,
+    type    TEXT    NOT NULL,
+    ts      INTEGER NOT NULL,
+    data    BLOB
+) STRICT;
+
+INSERT INTO events_by_ref (id, run_ref, step, type, ts, data)
+SELECT e.id, r.ref, e.step, e.type, e.ts, e.data
+FROM events e JOIN runs r ON r.id = e.run_id;
+
+DROP TABLE events;
+ALTER TABLE events_by_ref RENAME TO events;
+CREATE INDEX events_run ON events (run_ref, id);
+
+PRAGMA user_version = 8;
