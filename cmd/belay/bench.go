@@ -34,6 +34,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.runs, "runs", 200, "number of runs")
 	fs.IntVar(&cfg.steps, "steps", 8, "durable steps (tool calls) per run")
 	fs.IntVar(&cfg.concurrency, "concurrency", 64, "runs executed at once (the runtime's Workers)")
+	fs.DurationVar(&cfg.modelLatency, "model-latency", 0, "time each model call takes (default none: the store is saturated and every step queues for it)")
 	kind := fs.String("store", "sqlite", "store to measure: sqlite, or postgres (with --database-url or $BELAY_DATABASE_URL)")
 	dbURL := fs.String("database-url", os.Getenv("BELAY_DATABASE_URL"), "PostgreSQL URL for --store postgres; bench uses a schema of its own and drops it after")
 	db := fs.String("db", "", "path of a new SQLite database to write and keep (default: a temporary file, removed after)")
@@ -56,6 +57,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if cfg.runs < 1 || cfg.steps < 1 || cfg.concurrency < 1 {
 		return usageError{"bench: --runs, --steps and --concurrency must be at least 1"}
+	}
+	if cfg.modelLatency < 0 {
+		return usageError{"bench: --model-latency must not be negative"}
 	}
 	switch *kind {
 	case "sqlite":
@@ -116,7 +120,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 type benchConfig struct {
 	runs, steps, concurrency int
-	path                     string
+	// modelLatency is how long each model call takes.
+	modelLatency time.Duration
+	path         string
 	// url, if set, measures PostgreSQL instead of the SQLite file at path.
 	url string
 	log *slog.Logger
@@ -131,6 +137,7 @@ type benchResult struct {
 	Runs           int     `json:"runs"`
 	StepsPerRun    int     `json:"steps_per_run"`
 	Concurrency    int     `json:"concurrency"`
+	ModelLatencyMS float64 `json:"model_latency_ms"`
 	Store          string  `json:"store"`
 	Steps          int     `json:"steps"`
 	Seconds        float64 `json:"seconds"`
@@ -145,7 +152,11 @@ type benchResult struct {
 }
 
 func (r benchResult) print(w io.Writer) {
-	fmt.Fprintf(w, "belay bench: %d runs x %d steps, concurrency %d, store %s\n\n", r.Runs, r.StepsPerRun, r.Concurrency, r.Store)
+	fmt.Fprintf(w, "belay bench: %d runs x %d steps, concurrency %d, store %s", r.Runs, r.StepsPerRun, r.Concurrency, r.Store)
+	if r.ModelLatencyMS > 0 {
+		fmt.Fprintf(w, ", model latency %g ms", r.ModelLatencyMS)
+	}
+	fmt.Fprint(w, "\n\n")
 	fmt.Fprintf(w, "  durable steps      %d\n", r.Steps)
 	fmt.Fprintf(w, "  wall time          %.3f s (execution; creating the runs is not timed)\n", r.Seconds)
 	fmt.Fprintf(w, "  throughput         %.1f durable steps/s\n", r.StepsPerSec)
@@ -171,7 +182,7 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 	answered := newCountdown(cfg.runs)
 	rt, err := belay.New(belay.Config{
 		Store:        s,
-		Agents:       []*belay.Agent{benchAgent(cfg.steps, answered.done)},
+		Agents:       []*belay.Agent{benchAgent(cfg.steps, cfg.modelLatency, answered.done)},
 		Workers:      cfg.concurrency,
 		Logger:       cfg.log,
 		StepObserver: rec.observe,
@@ -215,6 +226,7 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 	p50, p99 := rec.percentiles()
 	return benchResult{
 		Runs: cfg.runs, StepsPerRun: cfg.steps, Concurrency: cfg.concurrency, Store: kind,
+		ModelLatencyMS: round(ms(cfg.modelLatency), 3),
 		Steps:          steps,
 		Seconds:        round(elapsed.Seconds(), 6),
 		StepsPerSec:    round(float64(steps)/elapsed.Seconds(), 1),
@@ -230,8 +242,9 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 
 // benchAgent calls a no-op tool steps times, one call a turn, then answers
 // and calls answered. Nothing but Belay takes time: the model is scripted and
-// the tool returns at once.
-func benchAgent(steps int, answered func()) *belay.Agent {
+// the tool returns at once, unless latency makes each model call take that
+// long.
+func benchAgent(steps int, latency time.Duration, answered func()) *belay.Agent {
 	noop := belay.Tool{
 		Name:        "noop",
 		Description: "Does nothing.",
@@ -254,7 +267,7 @@ func benchAgent(steps int, answered func()) *belay.Agent {
 	})
 	return &belay.Agent{
 		Name:         "bench",
-		Model:        m,
+		Model:        slowModel{Model: m, latency: latency},
 		Instructions: "Call noop until told otherwise.",
 		Tools:        []belay.Tool{noop},
 		Budget:       belay.Budget{MaxTurns: steps + 1},
@@ -263,6 +276,27 @@ func benchAgent(steps int, answered func()) *belay.Agent {
 		LoopDetector: belay.LoopDetector{Mode: "off"},
 		Prices:       scripted.Prices,
 	}
+}
+
+// slowModel answers like Model, after latency: a stand-in for a provider's
+// response time, so that the store is not saturated and what is measured is
+// the overhead a step pays beside a real model.
+type slowModel struct {
+	model.Model
+	latency time.Duration
+}
+
+func (m slowModel) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	if m.latency > 0 {
+		t := time.NewTimer(m.latency)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return model.Response{}, ctx.Err()
+		}
+	}
+	return m.Model.Generate(ctx, req)
 }
 
 // createBenchRuns starts n runs from up to workers goroutines, so creation

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/model/scripted"
 )
 
 func TestBenchJSON(t *testing.T) {
@@ -34,6 +39,31 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if res["writes"].(float64) < res["commits"].(float64) || res["commits"].(float64) == 0 {
 		t.Errorf("writes %v, commits %v: every commit holds at least one write", res["writes"], res["commits"])
+	}
+}
+
+func TestBenchModelLatency(t *testing.T) {
+	t.Parallel()
+	out, err := belayCmd(t, "bench", "--runs", "2", "--steps", "2", "--concurrency", "2", "--model-latency", "2ms", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Steps          int     `json:"steps"`
+		ModelLatencyMS float64 `json:"model_latency_ms"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Steps != 4 || res.ModelLatencyMS != 2 {
+		t.Errorf("bench --model-latency 2ms: %q (%v)", out, err)
+	}
+}
+
+func TestSlowModelHonoursCancel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	m := slowModel{Model: scripted.New(scripted.Reply{Text: "late"}), latency: time.Hour}
+	if _, err := m.Generate(ctx, model.Request{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Generate after cancel: %v, want context.Canceled", err)
 	}
 }
 
@@ -71,6 +101,7 @@ func TestBenchErrors(t *testing.T) {
 		{"bench", "--store", "mysql"},
 		{"bench", "--runs", "0"},
 		{"bench", "--concurrency", "0"},
+		{"bench", "--model-latency", "-1ms"},
 	} {
 		_, err := belayCmd(t, args...)
 		var ue usageError
