@@ -3,7 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
+	cryptorand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
@@ -34,7 +35,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.runs, "runs", 200, "number of runs")
 	fs.IntVar(&cfg.steps, "steps", 8, "durable steps (tool calls) per run")
 	fs.IntVar(&cfg.concurrency, "concurrency", 64, "runs executed at once (the runtime's Workers)")
-	fs.DurationVar(&cfg.modelLatency, "model-latency", 0, "time each model call takes (default none: the store is saturated and every step queues for it)")
+	fs.DurationVar(&cfg.modelLatency, "model-latency", 0, "mean time a model call takes, each drawn between half and one and a half times it (default none: the store is saturated and every step queues for it)")
 	kind := fs.String("store", "sqlite", "store to measure: sqlite, or postgres (with --database-url or $BELAY_DATABASE_URL)")
 	dbURL := fs.String("database-url", os.Getenv("BELAY_DATABASE_URL"), "PostgreSQL URL for --store postgres; bench uses a schema of its own and drops it after")
 	db := fs.String("db", "", "path of a new SQLite database to write and keep (default: a temporary file, removed after)")
@@ -278,9 +279,13 @@ func benchAgent(steps int, latency time.Duration, answered func()) *belay.Agent 
 	}
 }
 
-// slowModel answers like Model, after latency: a stand-in for a provider's
-// response time, so that the store is not saturated and what is measured is
-// the overhead a step pays beside a real model.
+// slowModel answers like Model, after about latency: a stand-in for a
+// provider's response time, so that the store is not saturated and what is
+// measured is the overhead a step pays beside a real model. Each call takes
+// between half and one and a half times latency, uniformly, as a provider's
+// times vary: with one fixed time every run would come back from its model
+// together with the runs it started with, and they would march through the
+// store in convoys that real traffic does not make.
 type slowModel struct {
 	model.Model
 	latency time.Duration
@@ -288,7 +293,7 @@ type slowModel struct {
 
 func (m slowModel) Generate(ctx context.Context, req model.Request) (model.Response, error) {
 	if m.latency > 0 {
-		t := time.NewTimer(m.latency)
+		t := time.NewTimer(m.latency/2 + rand.N(m.latency))
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -303,7 +308,7 @@ func (m slowModel) Generate(ctx context.Context, req model.Request) (model.Respo
 // shares commits the way execution does. It returns the ids in id order.
 func createBenchRuns(ctx context.Context, rt *belay.Runtime, n, workers int) ([]string, error) {
 	var nonce [4]byte
-	_, _ = rand.Read(nonce[:])
+	_, _ = cryptorand.Read(nonce[:])
 	prefix := "bench-" + hex.EncodeToString(nonce[:]) + "-"
 
 	ids := make([]string, n)
