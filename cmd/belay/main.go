@@ -61,6 +61,7 @@ func commands() []command {
 		{name: "migrate", summary: "move a run paused on version_mismatch to a new agent version (--to-version)", run: runMigrate},
 		{name: "resolve", summary: "answer an unknown outcome: the side effect happened (--applied) or not", run: runResolve},
 		{name: "killswitch", summary: "stop or restart model calls for a tenant or everyone", run: runKillSwitch},
+		{name: "backup", summary: "write a consistent copy of the SQLite database while workers go on", run: runBackup},
 		{name: "bench", summary: "measure durable steps per second and per-step overhead", run: runBench},
 		{name: "policy", summary: "policy tools: simulate a policy file against traffic", run: runPolicy},
 		{name: "worker", summary: "execute due runs of the support agent (used by demo)", run: runWorker, hidden: true},

@@ -86,6 +86,9 @@ func (c Config) validate() error {
 type Store struct {
 	writer *writer
 	read   *reader
+	// path and cfg open the connections a Backup needs.
+	path string
+	cfg  Config
 
 	closeOnce sync.Once
 	closeErr  error
@@ -138,7 +141,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	}
 	read.SetMaxOpenConns(readConns)
 	read.SetMaxIdleConns(readConns)
-	return &Store{writer: w, read: &reader{db: read}}, nil
+	return &Store{writer: w, read: &reader{db: read}, path: path, cfg: cfg}, nil
 }
 
 // Close stops the writer after the batch in flight, then closes the

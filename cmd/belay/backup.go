@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("backup", stderr)
+	db := dbFlag(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: belay backup [--db PATH] FILE")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Writes a consistent copy of the SQLite database to FILE, a new file, while workers")
+		fmt.Fprintln(stderr, "go on: it holds every step committed before the backup began. Do not copy the")
+		fmt.Fprintln(stderr, "database file itself while Belay runs: what its WAL holds is not in it yet.")
+		fmt.Fprintln(stderr, "To restore, stop the workers and put FILE in the database's place (or pass --db FILE).")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 1:
+		return usageError{"backup: want the path of the new file (usage: belay backup [--db PATH] FILE)"}
+	case db.url != "":
+		return usageError{"backup: the PostgreSQL store is backed up with PostgreSQL's tools, for example: pg_dump --schema belay " + redactURL(db.url)}
+	}
+	to := pos[0]
+
+	s, err := openExistingStore(ctx, db.path)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := s.Backup(ctx, to); err != nil {
+		return err
+	}
+	info, err := os.Stat(to)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "backed up %s to %s (%.1f MB)\n", db.path, to, float64(info.Size())/(1<<20))
+	return nil
+}
