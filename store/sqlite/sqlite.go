@@ -11,7 +11,8 @@
 // already taken may still commit.
 //
 // Several processes may open the same file: write transactions take the
-// write lock up front (BEGIN IMMEDIATE) and wait for it up to BusyTimeout.
+// write lock up front (BEGIN IMMEDIATE) and wait for it up to BusyTimeout,
+// and writers that see each other take turns, so that none starves.
 package sqlite
 
 import (

@@ -40,6 +40,7 @@ type writer struct {
 	conn     *sql.Conn
 	stmts    map[string]*sql.Stmt
 	maxBatch int
+	turns    turns
 
 	// requests is unbuffered: a request is either taken by the writer, which
 	// then always replies, or never sent.
@@ -81,6 +82,7 @@ func openWriter(ctx context.Context, path string, cfg Config, ms []migration) (*
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	w.turns = turns{timeout: cfg.BusyTimeout, stop: w.stop}
 	if err := migrate(ctx, db, path, ms); err != nil {
 		db.Close()
 		return nil, err
@@ -91,6 +93,11 @@ func openWriter(ctx context.Context, path string, cfg Config, ms []migration) (*
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	w.conn = conn
+	// The writer waits for the write lock itself (see turns).
+	if _, err := conn.ExecContext(ctx, busyTimeoutOffSQL); err != nil {
+		w.closeDB()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	for _, q := range writeQueries {
 		// The driver caches a statement only if nothing follows it, not
 		// even the file's final newline.
@@ -161,6 +168,7 @@ func (w *writer) run() {
 		}
 		clear(batch)
 		batch = batch[:0]
+		w.turns.stepAside()
 	}
 }
 
@@ -204,7 +212,7 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 	// the others' writes too.
 	ctx := context.Background()
 	tx := &writeTx{conn: w.conn, stmts: w.stmts}
-	if _, err := tx.ExecContext(ctx, beginSQL); err != nil {
+	if err := w.turns.begin(tx); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	ran := int64(0)
@@ -280,7 +288,7 @@ func (w *writer) closeDB() error {
 
 // writeQueries are prepared once on the writer's connection.
 var writeQueries = slices.Concat(eventInserts, messageInserts, []string{
-	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL,
+	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL, dataVersionSQL,
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
 	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL,
 	effectGetSQL, effectInsertSQL, effectRetrySQL, effectRestartSQL, effectSettleSQL,

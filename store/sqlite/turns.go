@@ -1,0 +1,114 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	sqlitedriver "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Several processes may write one file; SQLite lets one write at a time and
+// queues nobody. Its own busy handler sleeps 1, 2, 5, 10 ms and longer
+// between tries, while a writer that has just committed takes the lock again
+// within microseconds: measured with two stores writing one file flat out,
+// one made 14,700 writes/s and the other 1,300, with a p99 of 1.7 s. The
+// writer therefore waits for the lock itself, trying every lockPoll or so,
+// and a writer that sees another process write steps aside for
+// turnGap after each commit while that process stays active, so a waiting
+// writer's next try finds the lock free.
+const (
+	// lockPoll is the mean time between two tries for the write lock.
+	lockPoll = 100 * time.Microsecond
+	// turnGap is how long a writer leaves the lock free after a commit
+	// while another process writes: more than the longest lockPoll.
+	turnGap = 300 * time.Microsecond
+	// sharedFor is how long a writer keeps stepping aside after it last
+	// saw another process write.
+	sharedFor = 100 * time.Millisecond
+)
+
+const (
+	busyTimeoutOffSQL = "PRAGMA busy_timeout = 0"
+	dataVersionSQL    = "PRAGMA data_version"
+)
+
+// turns is the writer's share of the file with other processes.
+type turns struct {
+	timeout time.Duration
+	stop    <-chan struct{}
+	// dataVersion is SQLite's count of commits by other connections, as
+	// last read; sharedUntil is when the writer stops stepping aside.
+	dataVersion int64
+	sharedUntil time.Time
+}
+
+// begin starts the batch's transaction, taking the file's write lock; it
+// tries until the lock is free, the timeout has passed or the store closes.
+func (t *turns) begin(tx *writeTx) error {
+	ctx := context.Background()
+	deadline := time.Now().Add(t.timeout)
+	var wait *time.Timer
+	for {
+		_, err := tx.ExecContext(ctx, beginSQL)
+		if !isBusy(err) {
+			if err == nil {
+				err = t.noteOthers(tx)
+			}
+			return err
+		}
+		// Another process holds the lock: it will step aside for us.
+		t.sharedUntil = time.Now().Add(sharedFor)
+		if time.Now().After(deadline) {
+			return err
+		}
+		d := lockPoll/2 + rand.N(lockPoll)
+		if wait == nil {
+			wait = time.NewTimer(d)
+			defer wait.Stop()
+		} else {
+			wait.Reset(d)
+		}
+		select {
+		case <-wait.C:
+		case <-t.stop:
+			return ErrClosed
+		}
+	}
+}
+
+// noteOthers reads, inside the transaction, whether another process has
+// committed since the writer's previous transaction.
+func (t *turns) noteOthers(tx *writeTx) error {
+	var v int64
+	if err := tx.QueryRowContext(context.Background(), dataVersionSQL).Scan(&v); err != nil {
+		tx.rollback()
+		return err
+	}
+	if t.dataVersion != 0 && v != t.dataVersion {
+		t.sharedUntil = time.Now().Add(sharedFor)
+	}
+	t.dataVersion = v
+	return nil
+}
+
+// stepAside leaves the write lock free for turnGap after a commit if
+// another process has written lately. It returns early if the store closes.
+func (t *turns) stepAside() {
+	if time.Now().After(t.sharedUntil) {
+		return
+	}
+	gap := time.NewTimer(turnGap)
+	defer gap.Stop()
+	select {
+	case <-gap.C:
+	case <-t.stop:
+	}
+}
+
+func isBusy(err error) bool {
+	var e *sqlitedriver.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
+}

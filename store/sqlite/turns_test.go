@@ -1,0 +1,138 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/belayrun/belay/store"
+)
+
+// TestWritersTakeTurns has one store write one file flat out while another
+// store of the same file makes its writes. With SQLite's own busy handler
+// one of them starved: while one made 320 writes the other made 16, or
+// 13,852, and one write in a hundred waited more than a second. Taking
+// turns, each makes writes in proportion to its writers (16 to 8 here).
+func TestWritersTakeTurns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "belay.db")
+	busy, polite := openTest(t, path), openTest(t, path)
+	create := func(s *Store, id string) error {
+		_, _, err := s.CreateRun(t.Context(), store.CreateRunParams{ID: id, Tenant: "t", Agent: "a", Now: t0})
+		return err
+	}
+
+	var (
+		stop     = make(chan struct{})
+		busyDone atomic.Int64
+		busyErr  atomic.Value
+		flatOut  sync.WaitGroup
+	)
+	for g := range 16 {
+		flatOut.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := create(busy, fmt.Sprintf("busy-%02d-%d", g, i)); err != nil {
+					busyErr.Store(err)
+					return
+				}
+				busyDone.Add(1)
+			}
+		})
+	}
+	defer flatOut.Wait()
+	defer close(stop)
+	waitFor(t, "the first store to write", func() bool { return busyDone.Load() >= 50 })
+
+	const each, writers = 40, 8
+	var (
+		mine sync.WaitGroup
+		errs = make([]error, writers)
+	)
+	before := busyDone.Load()
+	for g := range writers {
+		mine.Go(func() {
+			for i := range each {
+				if err := create(polite, fmt.Sprintf("polite-%d-%02d", g, i)); err != nil {
+					errs[g] = err
+					return
+				}
+			}
+		})
+	}
+	mine.Wait()
+	meanwhile := busyDone.Load() - before
+
+	if err := errors.Join(errs...); err != nil {
+		t.Errorf("writes of the second store while the first wrote flat out: %v", err)
+	}
+	if err, _ := busyErr.Load().(error); err != nil {
+		t.Errorf("writes of the first store: %v", err)
+	}
+	// Twice as many writers should make about twice as many writes; a
+	// factor of ten either way is starvation.
+	const total = each * writers
+	if meanwhile < total/10 || meanwhile > total*10 {
+		t.Errorf("while the second store made %d writes the first made %d: one starved the other", total, meanwhile)
+	}
+	t.Logf("while the second store made %d writes the first made %d", total, meanwhile)
+}
+
+// waitFor waits until cond holds, failing the test after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestCloseWhileWaitingForTheLock closes a store whose writer waits for the
+// write lock another connection holds: Close returns at once, not after
+// the busy timeout (an hour here), and the write fails with ErrClosed.
+func TestCloseWhileWaitingForTheLock(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	s, err := Open(t.Context(), path, Config{BusyTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := sql.Open("sqlite", writerDSN(path, Config{}.withDefaults()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	lock, err := holder.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer lock.ExecContext(t.Context(), "ROLLBACK")
+
+	// Handing the request over by hand makes sure the writer has taken
+	// it, and is waiting for the lock, before Close.
+	r := &request{ctx: t.Context(), fn: func(context.Context, *writeTx) error { return nil }, err: make(chan error, 1)}
+	s.writer.requests <- r
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := <-r.err; !errors.Is(err, ErrClosed) {
+		t.Errorf("write waiting for the lock at Close: %v, want ErrClosed", err)
+	}
+}
