@@ -145,11 +145,13 @@ type benchResult struct {
 	StepsPerSec    float64 `json:"steps_per_sec"`
 	OverheadP50MS  float64 `json:"overhead_p50_ms"`
 	OverheadP99MS  float64 `json:"overhead_p99_ms"`
-	BytesPerStep   float64 `json:"bytes_per_step"`
 	DBBytesPerStep float64 `json:"db_bytes_per_step"`
-	Commits        int64   `json:"commits"`
-	Writes         int64   `json:"writes"`
-	PeakRSSMB      float64 `json:"peak_rss_mb"`
+	// BytesPerStep, Commits and Writes are the SQLite writer's counts; a
+	// PostgreSQL store keeps none, and they are left out.
+	BytesPerStep *float64 `json:"bytes_per_step,omitempty"`
+	Commits      *int64   `json:"commits,omitempty"`
+	Writes       *int64   `json:"writes,omitempty"`
+	PeakRSSMB    float64  `json:"peak_rss_mb"`
 }
 
 func (r benchResult) print(w io.Writer) {
@@ -162,12 +164,18 @@ func (r benchResult) print(w io.Writer) {
 	fmt.Fprintf(w, "  wall time          %.3f s (execution; creating the runs is not timed)\n", r.Seconds)
 	fmt.Fprintf(w, "  throughput         %.1f durable steps/s\n", r.StepsPerSec)
 	fmt.Fprintf(w, "  overhead per step  p50 %.3f ms, p99 %.3f ms (step time minus model and tools)\n", r.OverheadP50MS, r.OverheadP99MS)
-	fmt.Fprintf(w, "  bytes per step     %.0f written, %.0f of database\n", r.BytesPerStep, r.DBBytesPerStep)
-	ratio := 0.0
-	if r.Commits > 0 {
-		ratio = float64(r.Writes) / float64(r.Commits)
+	if r.BytesPerStep != nil {
+		fmt.Fprintf(w, "  bytes per step     %.0f written, %.0f of database\n", *r.BytesPerStep, r.DBBytesPerStep)
+	} else {
+		fmt.Fprintf(w, "  bytes per step     %.0f of database\n", r.DBBytesPerStep)
 	}
-	fmt.Fprintf(w, "  group commit       %d writes in %d commits (%.1f writes per commit)\n", r.Writes, r.Commits, ratio)
+	if r.Commits != nil && r.Writes != nil {
+		ratio := 0.0
+		if *r.Commits > 0 {
+			ratio = float64(*r.Writes) / float64(*r.Commits)
+		}
+		fmt.Fprintf(w, "  group commit       %d writes in %d commits (%.1f writes per commit)\n", *r.Writes, *r.Commits, ratio)
+	}
 	fmt.Fprintf(w, "  peak memory        %.1f MB\n", r.PeakRSSMB)
 }
 
@@ -196,7 +204,7 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 		return benchResult{}, err
 	}
 
-	before := storeStats(s)
+	before, counted := storeStats(s)
 	stopProgress := startProgress(cfg.progress, &rec.n, cfg.runs*cfg.steps)
 	start := time.Now()
 	if err := rt.Start(ctx); err != nil {
@@ -214,7 +222,7 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 	if waitErr != nil {
 		return benchResult{}, fmt.Errorf("bench: wait for runs: %w", waitErr)
 	}
-	after := storeStats(s)
+	after, _ := storeStats(s)
 	if err := checkBenchRuns(ctx, s, ids, cfg.steps); err != nil {
 		return benchResult{}, err
 	}
@@ -225,7 +233,7 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 
 	steps := cfg.runs * cfg.steps
 	p50, p99 := rec.percentiles()
-	return benchResult{
+	res := benchResult{
 		Runs: cfg.runs, StepsPerRun: cfg.steps, Concurrency: cfg.concurrency, Store: kind,
 		ModelLatencyMS: round(ms(cfg.modelLatency), 3),
 		Steps:          steps,
@@ -233,13 +241,18 @@ func bench(ctx context.Context, cfg benchConfig) (benchResult, error) {
 		StepsPerSec:    round(float64(steps)/elapsed.Seconds(), 1),
 		OverheadP50MS:  round(ms(p50), 3),
 		OverheadP99MS:  round(ms(p99), 3),
-		BytesPerStep:   round(float64(after.BytesWritten-before.BytesWritten)/float64(steps), 1),
 		DBBytesPerStep: round(float64(size)/float64(steps), 1),
-		Commits:        after.Commits - before.Commits,
-		Writes:         after.Writes - before.Writes,
 		PeakRSSMB:      round(peakRSSMB(), 1),
-	}, nil
+	}
+	if counted {
+		res.BytesPerStep = ptr(round(float64(after.BytesWritten-before.BytesWritten)/float64(steps), 1))
+		res.Commits = ptr(after.Commits - before.Commits)
+		res.Writes = ptr(after.Writes - before.Writes)
+	}
+	return res, nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // benchAgent calls a no-op tool steps times, one call a turn, then answers
 // and calls answered. Nothing but Belay takes time: the model is scripted and

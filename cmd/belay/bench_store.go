@@ -45,17 +45,21 @@ func openBenchStore(ctx context.Context, cfg benchConfig) (store.Store, string, 
 	return s, "postgres", cleanup, nil
 }
 
-// storeStats reads the SQLite store's write counters; other stores report
-// none.
-func storeStats(s store.Store) sqlite.Stats {
+// storeStats reads the SQLite store's write counters; ok is false for a
+// store that keeps none.
+func storeStats(s store.Store) (stats sqlite.Stats, ok bool) {
 	if st, ok := s.(*sqlite.Store); ok {
-		return st.Stats()
+		return st.Stats(), true
 	}
-	return sqlite.Stats{}
+	return sqlite.Stats{}, false
 }
 
+// storeSize returns the bytes the store takes on disk: the SQLite file, or
+// the PostgreSQL schema's tables with their indexes.
 func storeSize(ctx context.Context, s store.Store) (int64, error) {
-	if st, ok := s.(*sqlite.Store); ok {
+	if st, ok := s.(interface {
+		Size(context.Context) (int64, error)
+	}); ok {
 		return st.Size(ctx)
 	}
 	return 0, nil

@@ -43,3 +43,16 @@ func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 	}
 	return c, nil
 }
+
+//go:embed query/schema_size.sql
+var schemaSizeSQL string
+
+// Size returns the bytes Belay's tables take in the database, with their
+// indexes: what its schema costs the server's disk.
+func (s *Store) Size(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, schemaSizeSQL, namedArgs{"schema": s.schema}).Scan(&n); err != nil {
+		return 0, fmt.Errorf("schema size: %w", err)
+	}
+	return n, nil
+}

@@ -326,3 +326,32 @@ func TestCreateRunAtOnce(t *testing.T) {
 		t.Errorf("events of the run: %d, %v; want 1", len(evs), err)
 	}
 }
+
+func TestSize(t *testing.T) {
+	needDB(t)
+	t.Parallel()
+	s := openTest(t, Config{MaxConns: 2})
+	other := openTest(t, Config{MaxConns: 2})
+	empty, err := s.Size(t.Context())
+	if err != nil || empty <= 0 {
+		t.Fatalf("Size of a new schema: %d, %v; want its empty tables' bytes", empty, err)
+	}
+	for i := range 50 {
+		// Random, so that TOAST cannot compress it away.
+		noise := make([]byte, 1400)
+		_, _ = rand.Read(noise)
+		input := fmt.Sprintf("%x", noise)
+		if _, _, err := s.CreateRun(t.Context(), store.CreateRunParams{ID: fmt.Sprintf("r-%d", i), Tenant: "t", Agent: "a",
+			Input: input, Now: time.Unix(1, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full, err := s.Size(t.Context())
+	if err != nil || full < empty+50*2800 {
+		t.Errorf("Size after 50 runs of 2,800 bytes: %d (was %d), %v", full, empty, err)
+	}
+	// Another schema's rows are not counted.
+	if n, err := other.Size(t.Context()); err != nil || n != empty {
+		t.Errorf("Size of another new schema: %d, %v; want %d", n, err, empty)
+	}
+}
