@@ -205,7 +205,7 @@ func (x *execution) applyDecision(use model.Block, hash string, a store.Approval
 
 // refuse answers a call that was not executed, with its trace events.
 func (x *execution) refuse(use model.Block, msg string) model.Block {
-	x.emit("tool_call", map[string]any{"id": use.ID, "tool": use.Name, "args": x.agent.tools[use.Name].redact(use.Input)})
+	x.emit("tool_call", toolCallEvent{ID: use.ID, Tool: use.Name, Args: x.agent.tools[use.Name].redact(use.Input)})
 	return x.toolError(use, msg)
 }
 

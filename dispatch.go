@@ -68,7 +68,7 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 	}
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleUser, Content: results})
 	x.run.Step++
-	x.emit("checkpoint", map[string]any{"messages": len(x.msgs), "cost_usd": model.Nanodollars(x.run.CostNanoUSD).Dollars()})
+	x.emit("checkpoint", checkpointEvent{Messages: len(x.msgs), CostUSD: model.Nanodollars(x.run.CostNanoUSD).Dollars()})
 	x.stepUnsaved = true
 	if escalate {
 		return x.escalate(ctx, store.StatusEscalated, "stuck_loop", fmt.Sprintf(
@@ -87,9 +87,9 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 // lease stops the step.
 func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block, error) {
 	tool, ok := x.agent.tools[use.Name]
-	call := map[string]any{"id": use.ID, "tool": use.Name, "args": tool.redact(use.Input)}
+	call := toolCallEvent{ID: use.ID, Tool: use.Name, Args: tool.redact(use.Input)}
 	if ok {
-		call["effect"] = tool.Effect
+		call.Effect = tool.Effect
 	}
 	x.emit("tool_call", call)
 	if !ok {
@@ -259,13 +259,12 @@ func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key
 }
 
 func (x *execution) toolResult(use model.Block, out json.RawMessage, isError bool) model.Block {
-	data := map[string]any{"id": use.ID, "tool": use.Name, "is_error": isError, "preview": preview(string(out))}
-	x.emit("tool_result", data)
+	x.emit("tool_result", toolResultEvent{ID: use.ID, Tool: use.Name, IsError: isError, Preview: preview(string(out))})
 	return model.ToolResultBlock(use.ID, string(out), isError)
 }
 
 func (x *execution) toolError(use model.Block, msg string) model.Block {
-	x.emit("tool_result", map[string]any{"id": use.ID, "tool": use.Name, "is_error": true, "preview": preview(msg)})
+	x.emit("tool_result", toolResultEvent{ID: use.ID, Tool: use.Name, IsError: true, Preview: preview(msg)})
 	return model.ToolResultBlock(use.ID, msg, true)
 }
 

@@ -250,19 +250,17 @@ func (x *execution) think(ctx context.Context) error {
 
 	text := model.JoinText(resp.Content)
 	planChanged := x.plan.update(text)
-	calls := make([]map[string]any, 0)
-	for _, u := range model.ToolUses(resp.Content) {
-		calls = append(calls, map[string]any{"id": u.ID, "name": u.Name, "args": x.agent.tools[u.Name].redact(u.Input)})
+	data := modelCallEvent{
+		Model: used.Name(), Thought: text, ToolCalls: []toolCallBrief{},
+		StopReason: resp.StopReason, InputTokens: resp.Usage.InputTokens,
+		OutputTokens: resp.Usage.OutputTokens, CostUSD: cost.Dollars(),
+		LatencyMS: float64(latency.Microseconds()) / 1000,
 	}
-	data := map[string]any{
-		"model": used.Name(), "thought": text, "tool_calls": calls,
-		"stop_reason": resp.StopReason, "input_tokens": resp.Usage.InputTokens,
-		"output_tokens": resp.Usage.OutputTokens, "cost_usd": cost.Dollars(),
-		"latency_ms": float64(latency.Microseconds()) / 1000,
+	for _, u := range model.ToolUses(resp.Content) {
+		data.ToolCalls = append(data.ToolCalls, toolCallBrief{ID: u.ID, Name: u.Name, Args: x.agent.tools[u.Name].redact(u.Input)})
 	}
 	if planChanged {
-		data["plan"] = x.plan.Steps
-		data["plan_version"] = x.plan.Version
+		data.Plan, data.PlanVersion = x.plan.Steps, x.plan.Version
 	}
 	x.emit("model_call", data)
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleAssistant, Content: resp.Content})
@@ -475,12 +473,13 @@ func (x *execution) observed() ObservedRun {
 }
 
 // emit queues a trace event for the next write, so it commits with the
-// state it describes.
-func (x *execution) emit(typ string, data map[string]any) {
+// state it describes. data is encoded as JSON: a map, or one of the step's
+// event types (trace_events.go).
+func (x *execution) emit(typ string, data any) {
 	x.events = append(x.events, event(x.run.Step, x.r.cfg.now(), typ, data))
 }
 
-func event(step int, now time.Time, typ string, data map[string]any) store.Event {
+func event(step int, now time.Time, typ string, data any) store.Event {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		raw, _ = json.Marshal(map[string]string{"encode_error": err.Error()})
