@@ -120,4 +120,20 @@ func TestMetricsAfterARun(t *testing.T) {
 	if n := value(`belay_checkpoint_seconds_count{agent="support"}`); n < 4 {
 		t.Errorf("%v checkpoints observed", n)
 	}
+	// The SQLite writer's counters, as the store counts them.
+	ws := st.WriterStats()
+	if ws.Commits == 0 || ws.Writes < ws.Commits || ws.BytesWritten == 0 {
+		t.Errorf("writer stats %+v: want commits, at least as many writes, and bytes", ws)
+	}
+	for series, want := range map[string]int64{
+		`belay_store_commits_total`:       ws.Commits,
+		`belay_store_writes_total`:        ws.Writes,
+		`belay_store_written_bytes_total`: ws.BytesWritten,
+		`belay_store_lock_waits_total`:    0,
+	} {
+		// The counters may have moved on since the scrape, never back.
+		if v := value(series); v > float64(want) || v == 0 && want != 0 {
+			t.Errorf("%s = %v, want up to %v and not 0", series, v, want)
+		}
+	}
 }

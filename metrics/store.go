@@ -11,12 +11,18 @@ import (
 
 // StoreCollector reads gauges from the store at each scrape: runs by status
 // and approvals waiting for a person, across every worker sharing the
-// store, not only this process.
+// store, not only this process. A store with a writer of its own (SQLite)
+// also reports this process's commits, the writes they carried and the
+// waits for another process writing the same file.
 type StoreCollector struct {
 	store   store.Store
 	runs    *prometheus.Desc
 	pending *prometheus.Desc
 	up      *prometheus.Desc
+
+	// writer is nil for a store that keeps no writer counters.
+	writer                              interface{ WriterStats() store.WriterStats }
+	commits, writes, written, lockWaits *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*StoreCollector)(nil)
@@ -24,12 +30,24 @@ var _ prometheus.Collector = (*StoreCollector)(nil)
 // NewStoreCollector returns a collector over s; register it with a
 // registry.
 func NewStoreCollector(s store.Store) *StoreCollector {
-	return &StoreCollector{
+	c := &StoreCollector{
 		store:   s,
 		runs:    prometheus.NewDesc("belay_runs", "Runs in the store, by status.", []string{"status"}, nil),
 		pending: prometheus.NewDesc("belay_approvals_pending", "Approvals waiting for a person.", nil, nil),
 		up:      prometheus.NewDesc("belay_store_up", "1 if the store answered the last scrape.", nil, nil),
 	}
+	if w, ok := s.(interface{ WriterStats() store.WriterStats }); ok {
+		c.writer = w
+		c.commits = prometheus.NewDesc("belay_store_commits_total",
+			"Transactions this process's store writer committed; with group commit, one carries many writes.", nil, nil)
+		c.writes = prometheus.NewDesc("belay_store_writes_total",
+			"Writes this process's store writer committed (checkpoints, claims, approvals, ...).", nil, nil)
+		c.written = prometheus.NewDesc("belay_store_written_bytes_total",
+			"Payload bytes this process's store writer committed: messages, trace events, results.", nil, nil)
+		c.lockWaits = prometheus.NewDesc("belay_store_lock_waits_total",
+			"Transactions that found another process writing the same database file and waited for it.", nil, nil)
+	}
+	return c
 }
 
 // Describe sends the gauges' descriptions.
@@ -37,10 +55,24 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.runs
 	ch <- c.pending
 	ch <- c.up
+	if c.writer != nil {
+		ch <- c.commits
+		ch <- c.writes
+		ch <- c.written
+		ch <- c.lockWaits
+	}
 }
 
 // Collect counts, with a bound so a slow store cannot hang the scrape.
 func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.writer != nil {
+		// Counted in memory: reported even when the store does not answer.
+		st := c.writer.WriterStats()
+		ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.Commits))
+		ch <- prometheus.MustNewConstMetric(c.writes, prometheus.CounterValue, float64(st.Writes))
+		ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(st.BytesWritten))
+		ch <- prometheus.MustNewConstMetric(c.lockWaits, prometheus.CounterValue, float64(st.LockWaits))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	counts, err := c.store.Counts(ctx)

@@ -43,6 +43,23 @@ type Counts struct {
 	PendingApprovals int64
 }
 
+// WriterStats counts the writes of a store that has a writer of its own
+// (the embedded SQLite store), since it was opened.
+type WriterStats struct {
+	// Commits is the number of transactions the writer committed.
+	Commits int64
+	// Writes is the number of writes they carried. With group commit it
+	// exceeds Commits.
+	Writes int64
+	// BytesWritten approximates the payload bytes written: message content,
+	// event data, run plan, guard and final answer, effect results, outbox
+	// payloads.
+	BytesWritten int64
+	// LockWaits is the number of transactions that found another process
+	// writing the same file and waited for it to step aside.
+	LockWaits int64
+}
+
 // ApprovalStatus is where an approval is in its life.
 type ApprovalStatus string
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/postgres"
-	"github.com/belayrun/belay/store/sqlite"
 )
 
 // openBenchStore opens the store bench measures: the SQLite file, or a new
@@ -45,13 +44,13 @@ func openBenchStore(ctx context.Context, cfg benchConfig) (store.Store, string, 
 	return s, "postgres", cleanup, nil
 }
 
-// storeStats reads the SQLite store's write counters; ok is false for a
-// store that keeps none.
-func storeStats(s store.Store) (stats sqlite.Stats, ok bool) {
-	if st, ok := s.(*sqlite.Store); ok {
-		return st.Stats(), true
+// storeStats reads the store's writer counters; ok is false for a store
+// that keeps none.
+func storeStats(s store.Store) (stats store.WriterStats, ok bool) {
+	if st, ok := s.(interface{ WriterStats() store.WriterStats }); ok {
+		return st.WriterStats(), true
 	}
-	return sqlite.Stats{}, false
+	return store.WriterStats{}, false
 }
 
 // storeSize returns the bytes the store takes on disk: the SQLite file, or

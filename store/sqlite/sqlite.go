@@ -95,19 +95,6 @@ type Store struct {
 	closeErr  error
 }
 
-// Stats counts the work of a Store since Open.
-type Stats struct {
-	// Commits is the number of transactions the writer committed.
-	Commits int64
-	// Writes is the number of write requests executed. With group commit it
-	// exceeds Commits.
-	Writes int64
-	// BytesWritten approximates the payload bytes written: message content,
-	// event data, run plan, guard and final answer, effect arguments and
-	// results.
-	BytesWritten int64
-}
-
 // Open opens the Belay database at path, creating it if it does not exist
 // and migrating it to the schema this binary knows.
 //
@@ -154,12 +141,13 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Stats returns the counters since Open.
-func (s *Store) Stats() Stats {
-	return Stats{
+// WriterStats returns the writer's counters since Open.
+func (s *Store) WriterStats() store.WriterStats {
+	return store.WriterStats{
 		Commits:      s.writer.commits.Load(),
 		Writes:       s.writer.writes.Load(),
 		BytesWritten: s.writer.bytes.Load(),
+		LockWaits:    s.writer.turns.waits.Load(),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	sqlitedriver "modernc.org/sqlite"
@@ -43,6 +44,8 @@ type turns struct {
 	// last read; sharedUntil is when the writer stops stepping aside.
 	dataVersion int64
 	sharedUntil time.Time
+	// waits counts the transactions that waited for another process.
+	waits atomic.Int64
 }
 
 // begin starts the batch's transaction, taking the file's write lock; it
@@ -60,6 +63,9 @@ func (t *turns) begin(tx *writeTx) error {
 			return err
 		}
 		// Another process holds the lock: it will step aside for us.
+		if wait == nil {
+			t.waits.Add(1)
+		}
 		t.sharedUntil = time.Now().Add(sharedFor)
 		if time.Now().After(deadline) {
 			return err

@@ -85,6 +85,9 @@ func TestWritersTakeTurns(t *testing.T) {
 	if meanwhile < total/10 || meanwhile > total*10 {
 		t.Errorf("while the second store made %d writes the first made %d: one starved the other", total, meanwhile)
 	}
+	if waits := busy.WriterStats().LockWaits + polite.WriterStats().LockWaits; waits == 0 {
+		t.Error("no transaction counted a wait for the other store's lock")
+	}
 	t.Logf("while the second store made %d writes the first made %d", total, meanwhile)
 }
 

@@ -82,7 +82,7 @@ func openWriter(ctx context.Context, path string, cfg Config, ms []migration) (*
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	w.turns = turns{timeout: cfg.BusyTimeout, stop: w.stop}
+	w.turns.timeout, w.turns.stop = cfg.BusyTimeout, w.stop
 	if err := migrate(ctx, db, path, ms); err != nil {
 		db.Close()
 		return nil, err

@@ -55,7 +55,7 @@ func TestGroupCommit(t *testing.T) {
 	for i := range claimed {
 		claimed[i] = claimOne(t, s, fmt.Sprintf("run-%02d", i))
 	}
-	before := s.Stats()
+	before := s.WriterStats()
 
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -72,7 +72,7 @@ func TestGroupCommit(t *testing.T) {
 	close(start)
 	wg.Wait()
 
-	st := s.Stats()
+	st := s.WriterStats()
 	commits, writes := st.Commits-before.Commits, st.Writes-before.Writes
 	if writes != runs*steps {
 		t.Errorf("writes %d, want %d", writes, runs*steps)
@@ -182,7 +182,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 			}
 		}
 	})
-	st := s.Stats()
+	st := s.WriterStats()
 	b.ReportMetric(float64(st.Writes)/float64(max(st.Commits, 1)), "writes/commit")
 }
 
@@ -256,7 +256,7 @@ func TestBatchOfCallersWhoGaveUp(t *testing.T) {
 	s := openTest(t, filepath.Join(t.TempDir(), "belay.db"))
 	canceled, cancel := context.WithCancel(t.Context())
 	cancel()
-	before := s.Stats()
+	before := s.WriterStats()
 	batch := []*request{{ctx: canceled, fn: func(context.Context, *writeTx) error {
 		t.Error("a request whose caller gave up ran")
 		return nil
@@ -268,7 +268,7 @@ func TestBatchOfCallersWhoGaveUp(t *testing.T) {
 	if !errors.Is(errs[0], context.Canceled) {
 		t.Errorf("request of a caller who gave up: %v, want context.Canceled", errs[0])
 	}
-	if after := s.Stats(); after != before {
+	if after := s.WriterStats(); after != before {
 		t.Errorf("stats %+v after a batch that wrote nothing, want %+v", after, before)
 	}
 }
