@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"runtime"
 
 	_ "embed"
 )
@@ -23,31 +25,54 @@ var backupSQL string
 // The copy is compact (free pages are left out) and durable when Backup
 // returns. Belay opens it like any store; the file at path must not exist.
 func (s *Store) Backup(ctx context.Context, path string) error {
-	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("back up to %s: %w: a backup never overwrites a file", path, fs.ErrExist)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("back up to %s: %w", path, err)
-	}
-	// VACUUM INTO writes a file, which a query_only connection may not;
-	// it reads the database as any reader does.
-	db, err := sql.Open("sqlite", fileURI(s.path, pragmas(s.cfg)))
+	// Absolute, so that SQLite never reads a name such as "file:x" as a
+	// URI naming another file than the one claimed here.
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return fmt.Errorf("back up to %s: %w", path, err)
 	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, backupSQL, sql.Named("path", path)); err != nil {
-		os.Remove(path)
+	// Creating the file claims the name: another file there is never
+	// written over, and the file removed after a failure is this one.
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("back up to %s: %w: a backup never overwrites a file", path, err)
+	}
+	if err != nil {
 		return fmt.Errorf("back up to %s: %w", path, err)
 	}
-	if err := syncFile(path); err != nil {
+	f.Close()
+	if err := s.vacuumInto(ctx, abs); err != nil {
+		os.Remove(abs)
 		return fmt.Errorf("back up to %s: %w", path, err)
 	}
 	return nil
 }
 
-// syncFile makes a written file durable.
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+// vacuumInto writes the copy into the empty file at path and makes it
+// durable, with its name.
+func (s *Store) vacuumInto(ctx context.Context, path string) error {
+	// VACUUM INTO writes a file, which a query_only connection may not;
+	// it reads the database as any reader does.
+	db, err := sql.Open("sqlite", fileURI(s.path, pragmas(s.cfg)))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, backupSQL, sql.Named("path", path)); err != nil {
+		return err
+	}
+	if err := syncPath(path); err != nil {
+		return err
+	}
+	if runtime.GOOS == "windows" {
+		return nil // directories cannot be opened for a sync there
+	}
+	return syncPath(filepath.Dir(path))
+}
+
+// syncPath makes a file, or the names in a directory, durable.
+func syncPath(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}

@@ -97,3 +97,25 @@ func TestBackupNeverOverwrites(t *testing.T) {
 		t.Error("Backup into a missing directory: no error")
 	}
 }
+
+// TestBackupNameIsAFileName backs up to a name SQLite would read as a URI:
+// the backup is the file of that name, and the file the URI names is left
+// alone.
+func TestBackupNameIsAFileName(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, filepath.Join(dir, "belay.db"))
+	t.Chdir(dir)
+	if err := os.WriteFile("precious.db", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Backup(t.Context(), "file:precious.db"); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat("precious.db"); err != nil || info.Size() != 0 {
+		t.Errorf("precious.db after a backup to file:precious.db: %v, %v; want it empty", info, err)
+	}
+	b := openTest(t, filepath.Join(dir, "file:precious.db"))
+	if _, err := b.ListRuns(t.Context(), store.ListRunsParams{}); err != nil {
+		t.Errorf("the backup does not open as a store: %v", err)
+	}
+}
