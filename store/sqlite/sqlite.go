@@ -35,6 +35,10 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
+// migrateWait is how long opening a file waits for another process that
+// holds its write lock, migrating it say.
+const migrateWait = 10 * time.Minute
+
 // readConns bounds the read pool. Reads are short; more connections than
 // this mostly add memory.
 const readConns = 4
@@ -175,8 +179,14 @@ func (s *Store) Size(ctx context.Context) (int64, error) {
 
 // pragmas run on every new connection, before its first statement.
 func pragmas(cfg Config) url.Values {
+	return pragmasWaiting(cfg, cfg.BusyTimeout)
+}
+
+// pragmasWaiting are pragmas with a wait of busy for another process's
+// lock.
+func pragmasWaiting(cfg Config, busy time.Duration) url.Values {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+strings.ToUpper(cfg.Synchronous)+")")
 	q.Add("_pragma", "foreign_keys(ON)")
@@ -186,8 +196,13 @@ func pragmas(cfg Config) url.Values {
 // writerDSN makes every transaction of the writer BEGIN IMMEDIATE: it takes
 // the write lock before reading, so a transaction never has to upgrade a
 // read lock another process has invalidated.
+//
+// Its busy timeout is that of opening the file: another process may be
+// migrating it, which takes seconds for a file of hundreds of MB, and
+// opening waits for that. The writer then waits for the lock itself, up to
+// BusyTimeout (see turns).
 func writerDSN(path string, cfg Config) string {
-	q := pragmas(cfg)
+	q := pragmasWaiting(cfg, max(cfg.BusyTimeout, migrateWait))
 	q.Set("_txlock", "immediate")
 	return fileURI(path, q)
 }

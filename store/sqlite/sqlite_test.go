@@ -264,6 +264,32 @@ func TestMigrateKeepsRows(t *testing.T) {
 		}
 	}
 
+	// An older belay still running on the file creates runs as it always
+	// did, without a ref: they get one, and the newer belay carries them on.
+	older, err := sql.Open("sqlite", writerDSN(path, Config{}.withDefaults()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer older.Close()
+	if _, err := older.Exec(`
+		INSERT INTO runs (id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, status, created_at, updated_at)
+		VALUES ('r4', 't', 'u', '', 'a', '', '', 0, 'queued', 9, 9)`); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "new", Now: t0, TTL: time.Hour, Limit: 1})
+	if err != nil || len(claimed) != 1 || claimed[0].ID != "r4" {
+		t.Fatalf("claim the older belay's run: %v, %v", ids(claimed), err)
+	}
+	if err := step(t.Context(), s, claimed[0], 0); err != nil {
+		t.Errorf("a step of the older belay's run: %v", err)
+	}
+	if ms, err := s.Messages(t.Context(), "r4"); err != nil || len(ms) != 1 {
+		t.Errorf("messages of the older belay's run: %d, %v; want 1", len(ms), err)
+	}
+	if ms, err := s.Messages(t.Context(), "r2"); err != nil || len(ms) != 2 {
+		t.Errorf("messages of r2 after r4's step: %d, %v; want 2", len(ms), err)
+	}
+
 	ds, err := s.ClaimDeliveries(t.Context(), store.ClaimDeliveriesParams{Owner: "d", Now: t0, TTL: time.Minute, Limit: 10})
 	if err != nil || len(ds) != 0 {
 		t.Errorf("deliveries of a tenant without webhooks: %+v, %v", ds, err)

@@ -3,12 +3,15 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
 	sqlitedriver "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/belayrun/belay/store"
 )
 
 // Several processes may write one file; SQLite lets one write at a time and
@@ -34,12 +37,19 @@ const (
 const (
 	busyTimeoutOffSQL = "PRAGMA busy_timeout = 0"
 	dataVersionSQL    = "PRAGMA data_version"
+	userVersionSQL    = "PRAGMA user_version"
 )
 
 // turns is the writer's share of the file with other processes.
 type turns struct {
 	timeout time.Duration
 	stop    <-chan struct{}
+	// path and schema name the file and the schema version this binary
+	// writes; outdated is set, for good, once another process has migrated
+	// the file past it.
+	path     string
+	schema   int
+	outdated error
 	// dataVersion is SQLite's count of commits by other connections, as
 	// last read; sharedUntil is when the writer stops stepping aside.
 	dataVersion int64
@@ -51,6 +61,9 @@ type turns struct {
 // begin starts the batch's transaction, taking the file's write lock; it
 // tries until the lock is free, the timeout has passed or the store closes.
 func (t *turns) begin(tx *writeTx) error {
+	if t.outdated != nil {
+		return t.outdated
+	}
 	ctx := context.Background()
 	deadline := time.Now().Add(t.timeout)
 	var wait *time.Timer
@@ -86,17 +99,35 @@ func (t *turns) begin(tx *writeTx) error {
 }
 
 // noteOthers reads, inside the transaction, whether another process has
-// committed since the writer's previous transaction.
+// committed since the writer's previous transaction (or folded the WAL with
+// a TRUNCATE checkpoint, which SQLite counts too and costs a needless
+// stepping aside). If one has, it may be a newer belay that migrated the
+// file: this one then writes nothing more, rather than rows the new schema
+// does not expect.
 func (t *turns) noteOthers(tx *writeTx) error {
+	ctx := context.Background()
 	var v int64
-	if err := tx.QueryRowContext(context.Background(), dataVersionSQL).Scan(&v); err != nil {
+	if err := tx.QueryRowContext(ctx, dataVersionSQL).Scan(&v); err != nil {
 		tx.rollback()
 		return err
 	}
-	if t.dataVersion != 0 && v != t.dataVersion {
-		t.sharedUntil = time.Now().Add(sharedFor)
-	}
+	changed := t.dataVersion != 0 && v != t.dataVersion
 	t.dataVersion = v
+	if !changed {
+		return nil
+	}
+	t.sharedUntil = time.Now().Add(sharedFor)
+	var schema int
+	if err := tx.QueryRowContext(ctx, userVersionSQL).Scan(&schema); err != nil {
+		tx.rollback()
+		return err
+	}
+	if schema > t.schema {
+		tx.rollback()
+		t.outdated = fmt.Errorf("another process migrated %s to schema %d; this belay knows %d and writes no more to it: stop it and run the newer belay: %w",
+			t.path, schema, t.schema, store.ErrSchemaTooNew)
+		return t.outdated
+	}
 	return nil
 }
 

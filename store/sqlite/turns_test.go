@@ -139,3 +139,82 @@ func TestCloseWhileWaitingForTheLock(t *testing.T) {
 		t.Errorf("write waiting for the lock at Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestWriterStopsAfterANewerMigration has another process migrate the file
+// past this binary's schema while a store is open on it: the store's
+// writes fail with ErrSchemaTooNew, from then on, and write nothing.
+func TestWriterStopsAfterANewerMigration(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	s := openTest(t, path)
+	if _, _, err := s.CreateRun(t.Context(), store.CreateRunParams{ID: "before", Tenant: "t", Agent: "a", Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	newer, err := sql.Open("sqlite", writerDSN(path, Config{}.withDefaults()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newer.Close()
+	if _, err := newer.Exec(fmt.Sprintf("PRAGMA user_version = %d", len(mustMigrations(t))+1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"after", "again"} {
+		_, _, err := s.CreateRun(t.Context(), store.CreateRunParams{ID: id, Tenant: "t", Agent: "a", Now: t0})
+		if !errors.Is(err, store.ErrSchemaTooNew) {
+			t.Errorf("CreateRun %s after a newer migration: %v, want ErrSchemaTooNew", id, err)
+		}
+	}
+	runs, err := s.ListRuns(t.Context(), store.ListRunsParams{Tenant: "t"})
+	if err != nil || len(runs) != 1 {
+		t.Errorf("runs after the refused writes: %v, %v; want only the first", ids(runs), err)
+	}
+}
+
+// TestOpenWaitsForAMigration opens a file of an older schema while another
+// process holds its write lock, as one migrating a large file does, for ten
+// times BusyTimeout: opening waits for it instead of failing with "database
+// is locked".
+func TestOpenWaitsForAMigration(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	db, err := sql.Open("sqlite", writerDSN(path, Config{}.withDefaults()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ms := mustMigrations(t)
+	if err := migrate(t.Context(), db, path, ms[:len(ms)-1]); err != nil {
+		t.Fatal(err)
+	}
+	migrating, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrating.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	const busy = 10 * time.Millisecond
+	opened := make(chan error, 1)
+	go func() {
+		s, err := Open(t.Context(), path, Config{BusyTimeout: busy})
+		if err == nil {
+			err = s.Close()
+		}
+		opened <- err
+	}()
+	// The fault: the lock is held well past the open's BusyTimeout.
+	hold := time.NewTimer(10 * busy)
+	select {
+	case err := <-opened:
+		t.Fatalf("Open returned while another process held the write lock: %v", err)
+	case <-hold.C:
+	}
+	if _, err := migrating.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	migrating.Close()
+	if err := <-opened; err != nil {
+		t.Errorf("Open after waiting for the other process: %v", err)
+	}
+}

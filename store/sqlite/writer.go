@@ -83,6 +83,7 @@ func openWriter(ctx context.Context, path string, cfg Config, ms []migration) (*
 		done:     make(chan struct{}),
 	}
 	w.turns.timeout, w.turns.stop = cfg.BusyTimeout, w.stop
+	w.turns.path, w.turns.schema = path, len(ms)
 	if err := migrate(ctx, db, path, ms); err != nil {
 		db.Close()
 		return nil, err
@@ -288,7 +289,7 @@ func (w *writer) closeDB() error {
 
 // writeQueries are prepared once on the writer's connection.
 var writeQueries = slices.Concat(eventInserts, messageInserts, []string{
-	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL, dataVersionSQL,
+	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL, dataVersionSQL, userVersionSQL,
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
 	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL,
 	effectGetSQL, effectInsertSQL, effectRetrySQL, effectRestartSQL, effectSettleSQL,

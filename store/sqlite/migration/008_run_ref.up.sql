@@ -10,6 +10,16 @@ ALTER TABLE runs ADD COLUMN ref INTEGER;
 UPDATE runs SET ref = rowid;
 CREATE UNIQUE INDEX runs_ref ON runs (ref);
 
+-- Belay sets ref when it creates a run. An older belay still running on the
+-- file while a newer one migrates it does not; its runs get one here, so
+-- that the newer belay can carry them on. (The older one can write no more
+-- steps: its messages and events name a column that is gone. Its lease runs
+-- out and a newer worker takes the run.)
+CREATE TRIGGER runs_ref_for_older_belay AFTER INSERT ON runs WHEN NEW.ref IS NULL
+BEGIN
+    UPDATE runs SET ref = (SELECT max(ref) FROM runs) + 1 WHERE rowid = NEW.rowid;
+END;
+
 CREATE TABLE messages_by_ref (
     run_ref    INTEGER NOT NULL REFERENCES runs (ref),
     seq        INTEGER NOT NULL,
