@@ -506,5 +506,20 @@ type Store interface {
 	// engaged, and why.
 	KillSwitch(ctx context.Context, tenant string) (engaged bool, reason string, err error)
 
+	// PruneRuns deletes up to p.Limit runs of every tenant that ended
+	// (Status.Terminal) before p.Before, in no set order, with all they own:
+	// messages, trace, ledger entries, approvals, notifications and their
+	// deliveries. A run that has not ended is never deleted. It returns how
+	// many runs it deleted; call it again until that is 0.
+	PruneRuns(ctx context.Context, p PruneRunsParams) (int, error)
+
 	Close() error
+}
+
+// PruneRunsParams selects the ended runs PruneRuns deletes.
+type PruneRunsParams struct {
+	// Before is the cut-off: runs whose last change is older are deleted.
+	Before time.Time
+	// Limit caps the runs of one call, so that one transaction stays short.
+	Limit int
 }

@@ -61,6 +61,7 @@ func commands() []command {
 		{name: "migrate", summary: "move a run paused on version_mismatch to a new agent version (--to-version)", run: runMigrate},
 		{name: "resolve", summary: "answer an unknown outcome: the side effect happened (--applied) or not", run: runResolve},
 		{name: "killswitch", summary: "stop or restart model calls for a tenant or everyone", run: runKillSwitch},
+		{name: "prune", summary: "delete runs that ended longer ago than --older-than, with all they own", run: runPrune},
 		{name: "backup", summary: "write a consistent copy of the SQLite database while workers go on", run: runBackup},
 		{name: "bench", summary: "measure durable steps per second and per-step overhead", run: runBench},
 		{name: "policy", summary: "policy tools: simulate a policy file against traffic", run: runPolicy},

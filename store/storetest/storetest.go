@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DecideApproval", testDecideApproval},
 		{"ApprovalExpiry", testApprovalExpiry},
 		{"Counts", testCounts},
+		{"PruneRuns", testPruneRuns},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

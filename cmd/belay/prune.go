@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/belayrun/belay/store"
+)
+
+// pruneBatch is how many runs one transaction of a prune deletes: small
+// enough that workers writing beside it wait little.
+const pruneBatch = 200
+
+func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("prune", stderr)
+	db := dbFlag(fs)
+	olderThan := fs.String("older-than", "", "delete runs that ended longer ago than this: 30d, 12h, 90m (required)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: belay prune --older-than AGE [--db PATH]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Deletes the runs that ended (done, failed, escalated, canceled) longer ago than AGE,")
+		fmt.Fprintln(stderr, "of every tenant, with their messages, traces, ledger entries, approvals and")
+		fmt.Fprintln(stderr, "notifications. A run that has not ended is never deleted. Workers may run meanwhile.")
+		fmt.Fprintln(stderr, "Take a backup first if the history matters (belay backup).")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("prune: unexpected argument %q", fs.Arg(0))}
+	}
+	if *olderThan == "" {
+		return usageError{"prune: say how old a run must be: --older-than 30d"}
+	}
+	age, err := parseAge(*olderThan)
+	if err != nil {
+		return usageError{"prune: --older-than: " + err.Error()}
+	}
+
+	s, err := db.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	before := time.Now().Add(-age)
+	total := 0
+	for {
+		n, err := s.PruneRuns(ctx, store.PruneRunsParams{Before: before, Limit: pruneBatch})
+		total += n
+		if err != nil {
+			return fmt.Errorf("%w (%d runs deleted before it)", err, total)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	fmt.Fprintf(stdout, "deleted %d runs that ended before %s\n", total, before.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// parseAge reads a duration in Go's syntax (12h, 90m), or whole days (30d).
+func parseAge(s string) (time.Duration, error) {
+	var (
+		d   time.Duration
+		err error
+	)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		n, err = strconv.Atoi(days)
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not an age: want a positive duration such as 30d, 12h or 90m", s)
+	}
+	return d, nil
+}
