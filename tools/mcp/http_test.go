@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,10 +293,25 @@ func TestHTTPServerDown(t *testing.T) {
 	// Fresh connections only: a request written to a kept-alive connection
 	// just as the server closed it may have been read, which for an
 	// irreversible tool is an unknown outcome.
-	noKeepAlive := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	//
+	// Once the server is closed its port is free, and another test's server
+	// may take it: a call would then reach that server, and rightly be an
+	// unknown outcome. Port 1, where nothing listens, refuses for certain.
+	var down atomic.Bool
+	var dialer net.Dialer
+	noKeepAlive := &http.Client{Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if down.Load() {
+				addr = "127.0.0.1:1"
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+	}}
 	c := connect(t, Server{Name: "shop", URL: hs.URL, HTTPClient: noKeepAlive})
 	tools := toolsOf(t, c)
 	hs.Close()
+	down.Store(true)
 	for i := range 2 { // the call that finds the server gone, then a reconnect
 		_, err := call(t, tools["refund"], `{"id":"A-1"}`)
 		if !isTransient(err) || errors.Is(err, belay.ErrUnknownOutcome) {
