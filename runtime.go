@@ -48,6 +48,12 @@ type Config struct {
 	// StepObserver, if set, is called after every checkpointed step with its
 	// timings. It runs on the worker's goroutine: keep it cheap.
 	StepObserver func(StepTiming)
+	// KeepEnded is how long a run is kept once it has ended (done, failed,
+	// escalated or canceled). The runtime deletes older ended runs with all
+	// they own (Store.PruneRuns), a batch a minute, or one after another
+	// while batches come back full. Default 0: runs are kept until an
+	// operator prunes them (belay prune).
+	KeepEnded time.Duration
 
 	// now, sleep and rand are the clock, the backoff wait and the jitter
 	// source; tests inject their own.
@@ -122,8 +128,8 @@ func (c *Config) validate() error {
 	if len(c.Agents) == 0 {
 		return errors.New("config: at least one agent is required")
 	}
-	if c.Workers < 0 || c.LeaseTTL < 0 || c.PollInterval < 0 {
-		return errors.New("config: Workers, LeaseTTL and PollInterval must not be negative")
+	if c.Workers < 0 || c.LeaseTTL < 0 || c.PollInterval < 0 || c.KeepEnded < 0 {
+		return errors.New("config: Workers, LeaseTTL, PollInterval and KeepEnded must not be negative")
 	}
 	if c.LeaseTTL < 100*time.Millisecond {
 		return fmt.Errorf("config: LeaseTTL %v is too short to renew", c.LeaseTTL)
@@ -140,8 +146,9 @@ type Runtime struct {
 	agents map[string]*Agent
 	owner  lease.Owner
 	// breakers are per tool name and shared by every run of the runtime.
-	breakers breakers
-	switches killSwitches
+	breakers  breakers
+	switches  killSwitches
+	retention retention // the claim loop's alone
 
 	wake chan struct{}
 
@@ -371,6 +378,9 @@ func (r *Runtime) claimLoop(ctx, workCtx context.Context) {
 			r.takeOverDeadOwners(ctx, func(run store.Run) { r.launch(workCtx, run) })
 			if err := r.expireApprovals(ctx); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Error("expire approvals", "err", err)
+			}
+			if err := r.retention.prune(ctx, r.store, now, r.cfg.KeepEnded); err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Error("prune ended runs", "err", err)
 			}
 		}
 		free := r.cfg.Workers - r.inFlight()

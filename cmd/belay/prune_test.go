@@ -58,3 +58,15 @@ func TestParseAge(t *testing.T) {
 		}
 	}
 }
+
+func TestServeKeepEndedFlag(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "belay.db")
+	for _, v := range []string{"soon", "0d", "-1h"} {
+		_, err := belayCmd(t, "serve", "--keep-ended", v, "--db", db)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--keep-ended") {
+			t.Errorf("serve --keep-ended %s: %v, want a usage error naming the flag", v, err)
+		}
+	}
+}

@@ -48,8 +48,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"by default such URLs are refused at registration and deliveries to them fail")
 	configPath := fs.String("config", "", "agents from a file (models, instructions, MCP servers, policy, budget) instead of the support desk")
 	slow := slowToolFlag(fs)
+	keepEnded := fs.String("keep-ended", "", "delete runs that ended longer ago than this, with all they own: 90d, 720h (default: keep every run)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	var keep time.Duration
+	if *keepEnded != "" {
+		k, err := parseAge(*keepEnded)
+		if err != nil {
+			return usageError{"serve: --keep-ended: " + err.Error()}
+		}
+		keep = k
 	}
 	st, err := db.openAccess(ctx)
 	if err != nil {
@@ -99,7 +108,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		observers = append(observers, tracing.New(tp))
 	}
 	rt, err := belay.New(belay.Config{Store: st, Agents: agents, Workers: *workers,
-		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger, Observer: observers})
+		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger, Observer: observers, KeepEnded: keep})
 	if err != nil {
 		return err
 	}
