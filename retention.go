@@ -22,7 +22,7 @@ const (
 type retention struct {
 	last time.Time
 	// more is set when the last batch was full: there may be more to
-	// delete, and the next sweep goes on at once.
+	// delete, and the next sweep (5 PollIntervals on) goes on.
 	more bool
 }
 

@@ -50,8 +50,10 @@ type Config struct {
 	StepObserver func(StepTiming)
 	// KeepEnded is how long a run is kept once it has ended (done, failed,
 	// escalated or canceled). The runtime deletes older ended runs with all
-	// they own (Store.PruneRuns), a batch a minute, or one after another
-	// while batches come back full. Default 0: runs are kept until an
+	// they own (Store.PruneRuns): a batch of 200 a minute, or one at each
+	// sweep for expired leases (every 5 PollIntervals) while batches come
+	// back full. A pruned run's client request id names no run any more:
+	// keep runs longer than clients retry. Default 0: runs are kept until an
 	// operator prunes them (belay prune).
 	KeepEnded time.Duration
 

@@ -510,7 +510,9 @@ type Store interface {
 	// (Status.Terminal) before p.Before, in no set order, with all they own:
 	// messages, trace, ledger entries, approvals, notifications and their
 	// deliveries. A run that has not ended is never deleted. It returns how
-	// many runs it deleted; call it again until that is 0.
+	// many runs it deleted; call it again until that is 0. A pruned run's
+	// client request id names no run any more: the same request starts a
+	// new one.
 	PruneRuns(ctx context.Context, p PruneRunsParams) (int, error)
 
 	Close() error

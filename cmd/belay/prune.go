@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,9 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "Deletes the runs that ended (done, failed, escalated, canceled) longer ago than AGE,")
 		fmt.Fprintln(stderr, "of every tenant, with their messages, traces, ledger entries, approvals and")
 		fmt.Fprintln(stderr, "notifications. A run that has not ended is never deleted. Workers may run meanwhile.")
-		fmt.Fprintln(stderr, "Take a backup first if the history matters (belay backup).")
+		fmt.Fprintln(stderr, "A pruned run's request id names no run any more: a client that sends the same request")
+		fmt.Fprintln(stderr, "again starts a new run, so keep runs longer than clients retry. Take a backup first if")
+		fmt.Fprintln(stderr, "the history matters (belay backup).")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -72,8 +75,13 @@ func parseAge(s string) (time.Duration, error) {
 		err error
 	)
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		var n int
-		n, err = strconv.Atoi(days)
+		var n int64
+		n, err = strconv.ParseInt(days, 10, 64)
+		// A time.Duration holds 106,751 days; more would wrap around to a
+		// short age, and delete what was meant to be kept.
+		if err == nil && n > math.MaxInt64/int64(24*time.Hour) {
+			return 0, fmt.Errorf("%q is more days than belay can count (at most 106751)", s)
+		}
 		d = time.Duration(n) * 24 * time.Hour
 	} else {
 		d, err = time.ParseDuration(s)

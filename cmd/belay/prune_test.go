@@ -52,7 +52,10 @@ func TestParseAge(t *testing.T) {
 			t.Errorf("parseAge(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "d", "1.5d", "x", "0", "-1d", "0s"} {
+	if got, err := parseAge("106751d"); err != nil || got != 106751*24*time.Hour {
+		t.Errorf("parseAge(106751d) = %v, %v", got, err)
+	}
+	for _, in := range []string{"", "d", "1.5d", "x", "0", "-1d", "0s", "106752d", "213504d", "12169727d", "99999999999999999999d"} {
 		if _, err := parseAge(in); err == nil {
 			t.Errorf("parseAge(%q): no error", in)
 		}

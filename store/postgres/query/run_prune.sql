@@ -1,13 +1,34 @@
--- Deletes up to @limit runs that ended before @before, oldest first, with
--- everything they own, in one statement: PostgreSQL checks the foreign keys
--- once it has run, when the runs and their rows are all gone. A run another
--- transaction holds is skipped, and a run that has not ended is never read.
-WITH doomed AS (
+-- Deletes up to @limit runs that ended before @before, the earliest ended
+-- first, with everything they own, in one statement: PostgreSQL checks the
+-- foreign keys once it has run, when the runs and their rows are all gone.
+--
+-- Locks are taken in the order a webhook fan-out takes them, so that the
+-- two never deadlock: a fan-out locks the notifications it dispatches, then
+-- its deliveries' foreign key share-locks their run. So prune first locks
+-- the candidates' notifications not yet dispatched, skipping those a
+-- fan-out holds, and keeps for a later prune a run it could not lock them
+-- all of; then it locks the runs, skipping those another transaction holds.
+-- A run that has not ended is never read.
+WITH candidates AS MATERIALIZED (
     SELECT tenant, id FROM runs
     WHERE status IN ('done', 'failed', 'escalated', 'canceled') AND changed_at < @before
     ORDER BY changed_at, id
     LIMIT @limit
-    FOR UPDATE SKIP LOCKED
+), undispatched AS MATERIALIZED (
+    SELECT o.tenant, o.run_id FROM outbox o
+    JOIN candidates c ON o.tenant = c.tenant AND o.run_id = c.id
+    WHERE o.delivered_at = 0
+), taken AS MATERIALIZED (
+    SELECT o.tenant, o.run_id FROM outbox o
+    JOIN candidates c ON o.tenant = c.tenant AND o.run_id = c.id
+    WHERE o.delivered_at = 0
+    FOR UPDATE OF o SKIP LOCKED
+), doomed AS MATERIALIZED (
+    SELECT r.tenant, r.id FROM runs r
+    JOIN candidates c ON r.tenant = c.tenant AND r.id = c.id
+    WHERE (SELECT count(*) FROM undispatched u WHERE u.tenant = r.tenant AND u.run_id = r.id)
+        = (SELECT count(*) FROM taken t WHERE t.tenant = r.tenant AND t.run_id = r.id)
+    FOR UPDATE OF r SKIP LOCKED
 ), messages_gone AS (
     DELETE FROM messages x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), events_gone AS (

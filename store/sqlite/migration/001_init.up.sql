@@ -52,8 +52,10 @@ CREATE TABLE messages (
 ) STRICT, WITHOUT ROWID;
 
 CREATE TABLE events (
-    -- Not AUTOINCREMENT: rowids already grow while no event is deleted, and
-    -- AUTOINCREMENT costs a write to sqlite_sequence per event.
+    -- Not AUTOINCREMENT: rowids already grow as events are appended (a
+    -- prune of the newest ended runs may free ids for reuse, which no reader
+    -- minds: a run's events still grow), and AUTOINCREMENT costs a write to
+    -- sqlite_sequence per event.
     id     INTEGER NOT NULL PRIMARY KEY,
     run_id TEXT    NOT NULL REFERENCES runs (id),
     step   INTEGER NOT NULL,

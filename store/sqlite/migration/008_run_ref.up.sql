@@ -4,8 +4,8 @@
 -- about 47 to 34, and the file by a fifth.
 --
 -- ref is not the rowid: VACUUM may renumber the rowids of a table whose
--- primary key is not an INTEGER PRIMARY KEY. Runs are never deleted, so
--- max(ref) + 1 never reuses one.
+-- primary key is not an INTEGER PRIMARY KEY. max(ref) + 1 reuses a ref only
+-- once PruneRuns has deleted its run with every row that named it.
 ALTER TABLE runs ADD COLUMN ref INTEGER;
 UPDATE runs SET ref = rowid;
 CREATE UNIQUE INDEX runs_ref ON runs (ref);

@@ -6,6 +6,7 @@ SET status = 'canceled',
     stop_detail = @stop_detail,
     lease_owner = '',
     lease_expires = 0,
+    ended_at = @now,
     updated_at = @now
 WHERE id = @id
 RETURNING id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,

@@ -18,6 +18,7 @@ SET status = @status,
     escalation = @escalation,
     lease_owner = CASE WHEN @lease_expires = 0 THEN '' ELSE lease_owner END,
     lease_expires = @lease_expires,
+    ended_at = CASE WHEN @status IN ('done', 'failed', 'escalated', 'canceled') THEN @now ELSE ended_at END,
     updated_at = @now
 WHERE id = @id AND lease_owner = @owner AND lease_owner <> '' AND lease_epoch = @epoch
     AND status NOT IN ('done', 'failed', 'escalated', 'canceled');
