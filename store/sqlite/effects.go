@@ -42,6 +42,9 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 	)
 	bytes := int64(len(in.Args)+len(in.Result)) + eventBytes(p.Events)
 	err := s.writer.do(ctx, bytes, func(ctx context.Context, tx *writeTx) error {
+		// A batch the writer runs again runs this again: what the first
+		// run found may have changed.
+		effect, existed = store.Effect{}, false
 		var fenced int
 		err := tx.QueryRowContext(ctx, runFencedSQL,
 			sql.Named("id", p.Fence.RunID),

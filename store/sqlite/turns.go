@@ -111,12 +111,17 @@ func (t *turns) noteOthers(tx *writeTx) error {
 		tx.rollback()
 		return err
 	}
-	changed := t.dataVersion != 0 && v != t.dataVersion
+	// The first transaction checks the schema too: another process may
+	// have migrated the file since this one opened it.
+	first := t.dataVersion == 0
+	changed := !first && v != t.dataVersion
 	t.dataVersion = v
-	if !changed {
+	if !first && !changed {
 		return nil
 	}
-	t.sharedUntil = time.Now().Add(sharedFor)
+	if changed {
+		t.sharedUntil = time.Now().Add(sharedFor)
+	}
 	var schema int
 	if err := tx.QueryRowContext(ctx, userVersionSQL).Scan(&schema); err != nil {
 		tx.rollback()

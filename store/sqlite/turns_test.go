@@ -218,3 +218,22 @@ func TestOpenWaitsForAMigration(t *testing.T) {
 		t.Errorf("Open after waiting for the other process: %v", err)
 	}
 }
+
+// A store's first write checks the schema too: another process may have
+// migrated the file between this store's Open and that write.
+func TestFirstWriteAfterANewerMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "belay.db")
+	s := openTest(t, path)
+	newer, err := sql.Open("sqlite", writerDSN(path, Config{}.withDefaults()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newer.Close()
+	if _, err := newer.Exec(fmt.Sprintf("PRAGMA user_version = %d", len(mustMigrations(t))+1)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.CreateRun(t.Context(), store.CreateRunParams{ID: "first", Tenant: "t", Agent: "a", Now: t0})
+	if !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Errorf("first CreateRun after a newer migration: %v, want ErrSchemaTooNew", err)
+	}
+}

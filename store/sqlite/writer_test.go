@@ -272,3 +272,72 @@ func TestBatchOfCallersWhoGaveUp(t *testing.T) {
 		t.Errorf("stats %+v after a batch that wrote nothing, want %+v", after, before)
 	}
 }
+
+// flipCtx is live when the writer first looks and gone when it looks again:
+// a caller that gives up between a batch's first run and its redo.
+type flipCtx struct {
+	context.Context
+	calls atomic.Int32
+}
+
+func (c *flipCtx) Err() error {
+	if c.calls.Add(1) == 1 {
+		return nil
+	}
+	return context.Canceled
+}
+func (c *flipCtx) Done() <-chan struct{} { return nil }
+
+type requestName struct{}
+
+// A batch run again after one of its requests failed runs each request
+// afresh: BeginEffect reports what the second run found, not the first.
+// Here the first run of b finds a's intent; a gives up before the redo, so
+// b's second run records the intent itself and must say it is new.
+func TestBeginEffectRedoneReportsWhatItFound(t *testing.T) {
+	s := openTest(t, filepath.Join(t.TempDir(), "belay.db"))
+	run := claimOne(t, s, "r1")
+	fence := store.Fence{RunID: run.ID, Owner: run.LeaseOwner, Epoch: run.LeaseEpoch}
+	// This test plays the writer goroutine's part, so the batch is known.
+	w := s.writer
+	close(w.stop)
+	<-w.done
+	w.stop = make(chan struct{})
+	w.turns.stop = w.stop
+	begin := func(ctx context.Context, res chan<- bool) {
+		_, existed, _ := s.BeginEffect(ctx, store.BeginEffectParams{Fence: fence, Now: t0,
+			Effect: store.Effect{Tenant: "t", Key: "k", RunID: run.ID, Tool: "refund", ArgsHash: "h", Args: []byte(`{}`)}})
+		res <- existed
+	}
+	aRes, bRes, cErr := make(chan bool, 1), make(chan bool, 1), make(chan error, 1)
+	go begin(&flipCtx{Context: context.WithValue(t.Context(), requestName{}, "a")}, aRes)
+	go begin(context.WithValue(t.Context(), requestName{}, "b"), bRes)
+	go func() { // fenced off: makes the writer run the batch again
+		cErr <- s.Checkpoint(context.WithValue(t.Context(), requestName{}, "c"), store.CheckpointParams{
+			Fence: store.Fence{RunID: run.ID, Owner: "someone else", Epoch: 9}, Now: t0,
+			Run: store.RunUpdate{Status: store.StatusRunning, LeaseExpires: t0.Add(time.Hour)}})
+	}()
+	by := map[string]*request{}
+	for range 3 {
+		r := <-w.requests
+		by[r.ctx.Value(requestName{}).(string)] = r
+	}
+	batch := []*request{by["a"], by["b"], by["c"]}
+	errs := make([]error, 3)
+	w.commit(batch, errs)
+	for i, r := range batch {
+		r.err <- errs[i]
+	}
+	<-aRes
+	if err := <-cErr; !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("checkpoint: %v, want ErrLeaseLost", err)
+	}
+	existed := <-bRes
+	es, err := s.Effects(t.Context(), "t", run.ID)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("effects %v, %v", es, err)
+	}
+	if existed && es[0].Attempts == 1 {
+		t.Errorf("BeginEffect recorded a new intent (attempts %d) but reported existed", es[0].Attempts)
+	}
+}
