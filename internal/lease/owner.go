@@ -14,6 +14,11 @@ import (
 // Owner is a lease owner: host, process id, the process's start time (so a
 // recycled pid is not mistaken for the old process) and a nonce.
 type Owner struct {
+	// Host is the host name and, where there is one, the process's pid
+	// namespace ("web-1@4026531836"). Containers may share a host name
+	// (several replicas of one pod spec, or host networking) while each has
+	// its own pids: a pid that means nothing in this namespace says nothing
+	// of a process in another.
 	Host  string
 	PID   int
 	Start string
@@ -23,6 +28,9 @@ type Owner struct {
 // Self returns an owner naming the current process.
 func Self() Owner {
 	host, _ := os.Hostname()
+	if ns := pidNamespace(); ns != "" {
+		host += "@" + ns
+	}
 	pid := os.Getpid()
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
@@ -64,6 +72,20 @@ func (self Owner) Gone(owner string) bool {
 	// A zombie (Z) or dead (X) process has exited; only its parent has not
 	// reaped it yet.
 	return now == "" || now != o.Start || state == "Z" || state == "X"
+}
+
+// pidNamespace returns the inode number of this process's pid namespace,
+// or "" if it cannot be read.
+func pidNamespace() string {
+	link, err := os.Readlink("/proc/self/ns/pid") // "pid:[4026531836]"
+	if err != nil {
+		return ""
+	}
+	ns := strings.TrimSuffix(strings.TrimPrefix(link, "pid:["), "]")
+	if _, err := strconv.ParseUint(ns, 10, 64); err != nil {
+		return ""
+	}
+	return ns
 }
 
 // startTime returns the start time of a process in clock ticks since boot,

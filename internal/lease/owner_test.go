@@ -1,8 +1,10 @@
 package lease
 
 import (
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,6 +53,22 @@ func TestGoneOnlyWhenProvablyDead(t *testing.T) {
 	recycled.Start = "1"
 	if !self.Gone(recycled.String()) {
 		t.Error("a pid now held by a younger process is not reported gone")
+	}
+	// A replica with this host name in another pid namespace: the pid of
+	// the killed child names nothing there.
+	if link, err := os.Readlink("/proc/self/ns/pid"); err != nil {
+		t.Log("no pid namespace on this system: not checked across namespaces")
+	} else {
+		host, _ := os.Hostname()
+		ns := strings.TrimSuffix(strings.TrimPrefix(link, "pid:["), "]")
+		if self.Host != host+"@"+ns {
+			t.Errorf("owner host %q, want the host name and the pid namespace, %q", self.Host, host+"@"+ns)
+		}
+		inAnotherNamespace := child
+		inAnotherNamespace.Host = strings.SplitN(self.Host, "@", 2)[0] + "@1"
+		if self.Gone(inAnotherNamespace.String()) {
+			t.Error("an owner in another pid namespace with this host name is reported gone")
+		}
 	}
 	elsewhere := child
 	elsewhere.Host = self.Host + "-other"
