@@ -146,7 +146,9 @@ type Runtime struct {
 	cfg    Config
 	store  store.Store
 	agents map[string]*Agent
-	owner  lease.Owner
+	// agentNames are the agents' names: a claim takes only their runs.
+	agentNames []string
+	owner      lease.Owner
 	// breakers are per tool name and shared by every run of the runtime.
 	breakers  breakers
 	switches  killSwitches
@@ -186,6 +188,7 @@ func New(cfg Config) (*Runtime, error) {
 			return nil, fmt.Errorf("config: two agents named %q", a.Name)
 		}
 		r.agents[a.Name] = a
+		r.agentNames = append(r.agentNames, a.Name)
 	}
 	return r, nil
 }
@@ -426,8 +429,12 @@ func (r *Runtime) launch(ctx context.Context, run store.Run) {
 }
 
 func (r *Runtime) claim(ctx context.Context, limit int) ([]store.Run, error) {
+	if len(r.agentNames) == 0 {
+		return nil, nil // no agent to run: an empty filter would take every run
+	}
 	return r.store.ClaimRuns(ctx, store.ClaimRunsParams{
 		Owner: r.owner.String(), Now: r.cfg.now(), TTL: r.cfg.LeaseTTL, Limit: limit,
+		Agents: r.agentNames,
 	})
 }
 
@@ -456,6 +463,9 @@ func (r *Runtime) takeOverDeadOwners(ctx context.Context, execute func(store.Run
 	for _, run := range runs {
 		if run.LeaseOwner == "" || !run.LeaseExpires.After(now) || !r.owner.Gone(run.LeaseOwner) {
 			continue
+		}
+		if _, ok := r.agents[run.Agent]; !ok {
+			continue // a worker that has the agent takes it once its lease expires
 		}
 		if r.cfg.Workers-r.inFlight() <= 0 {
 			return

@@ -326,6 +326,10 @@ type ClaimRunsParams struct {
 	Now   time.Time
 	TTL   time.Duration
 	Limit int
+	// Agents, if not empty, limits the claim to runs of these agents: the
+	// ones the claiming worker can run. Workers serving different agents
+	// then share one database without taking each other's runs.
+	Agents []string
 }
 
 // TakeOverParams claims one run whose lease is still live but whose owner

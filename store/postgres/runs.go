@@ -154,6 +154,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 		"now":     nanos(p.Now),
 		"expires": nanos(p.Now.Add(p.TTL)),
 		"limit":   p.Limit,
+		"agents":  append([]string{}, p.Agents...),
 	}).Query(func(rows pgx.Rows) (err error) {
 		runs, err = scanRuns(rows)
 		return err

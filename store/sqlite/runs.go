@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -137,11 +138,20 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 	if p.Limit <= 0 {
 		return nil, nil
 	}
+	agents := ""
+	if len(p.Agents) > 0 {
+		b, err := json.Marshal(p.Agents)
+		if err != nil {
+			return nil, fmt.Errorf("claim runs: %w", err)
+		}
+		agents = string(b)
+	}
 	var runs []store.Run
 	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
 		rows, err := tx.QueryContext(ctx, runDueSQL,
 			sql.Named("now", nanos(p.Now)),
 			sql.Named("limit", p.Limit),
+			sql.Named("agents", agents),
 		)
 		if err != nil {
 			return err

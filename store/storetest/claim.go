@@ -254,3 +254,38 @@ func testRenewLease(t *testing.T, s store.Store) {
 		t.Errorf("RenewLease of a released lease: %v, want ErrLeaseLost", err)
 	}
 }
+
+// testClaimOnlyTheseAgents: a claim naming agents takes only their runs, of
+// every kind that is due (queued, on an expired lease, paused until a time
+// that has come), and leaves the others' runs as they were.
+func testClaimOnlyTheseAgents(t *testing.T, s store.Store) {
+	mine, theirs := uniq("agent"), uniq("agent")
+	// claimRun takes every run due, so the queued runs come after it.
+	expired := newRun(t, s, store.CreateRunParams{Agent: theirs})
+	claimRun(t, s, expired.ID, "w1", t0, time.Minute)
+	paused := newRun(t, s, store.CreateRunParams{Agent: theirs})
+	park(t, s, claimRun(t, s, paused.ID, "w1", t0, time.Minute), store.StatusPaused, t0.Add(time.Minute))
+	queued := newRun(t, s, store.CreateRunParams{Agent: mine})
+	other := newRun(t, s, store.CreateRunParams{Agent: theirs})
+	now := t0.Add(time.Hour)
+	claim := func(agents ...string) []string {
+		runs, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "w2", Now: now, TTL: time.Minute, Limit: 1000, Agents: agents})
+		if err != nil {
+			t.Fatalf("ClaimRuns: %v", err)
+		}
+		got := ids(runs)
+		slices.Sort(got)
+		return got
+	}
+	if got := claim(mine, uniq("agent")); !slices.Equal(got, []string{queued.ID}) {
+		t.Errorf("claim for %s took %v, want [%s]", mine, got, queued.ID)
+	}
+	if st := getRun(t, s, other.ID).Status; st != store.StatusQueued {
+		t.Errorf("another agent's queued run is %s after the claim, want queued", st)
+	}
+	want := []string{other.ID, expired.ID, paused.ID}
+	slices.Sort(want)
+	if got := claim(theirs); !slices.Equal(got, want) {
+		t.Errorf("claim for %s took %v, want %v", theirs, got, want)
+	}
+}

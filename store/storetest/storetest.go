@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimQueued", testClaimQueued},
 		{"ClaimSkipsLiveLease", testClaimSkipsLiveLease},
 		{"ClaimPausedWhenDue", testClaimPausedWhenDue},
+		{"ClaimOnlyTheseAgents", testClaimOnlyTheseAgents},
 		{"ClaimNeverWaitingOrTerminal", testClaimNeverWaitingOrTerminal},
 		{"ClaimLimitAndOrder", testClaimLimitAndOrder},
 		{"ClaimConcurrent", testClaimConcurrent},

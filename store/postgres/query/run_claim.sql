@@ -16,6 +16,8 @@ WITH due AS MATERIALIZED (
         -- rows it scans: the global switch, then the tenant's.
         AND NOT EXISTS (SELECT 1 FROM kill_switches k WHERE k.engaged AND k.tenant = '')
         AND runs.tenant NOT IN (SELECT k.tenant FROM kill_switches k WHERE k.engaged)
+        -- Only runs of the agents the worker can run; none named, any.
+        AND (cardinality(@agents::text[]) = 0 OR runs.agent = ANY (@agents::text[]))
     ORDER BY changed_at, id
     LIMIT @limit
     FOR UPDATE SKIP LOCKED

@@ -3,7 +3,8 @@
 -- waiting_approval run and a paused run without resume_after wait for a
 -- person, never for the clock. Each kind is read in its own index's order up
 -- to the limit, so a claim costs the runs it takes, not all that wait. A kill
--- switch stops new work for its tenant, or everyone's.
+-- switch stops new work for its tenant, or everyone's. @agents, a JSON
+-- array, limits the claim to runs of those agents; '' claims any.
 SELECT id
 FROM (
     SELECT id, updated_at FROM (
@@ -11,6 +12,7 @@ FROM (
         -- sort.
         SELECT id, updated_at FROM runs INDEXED BY runs_queued
         WHERE status = 'queued'
+            AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))
             AND NOT EXISTS (SELECT 1 FROM kill_switches k
                 WHERE k.engaged = 1 AND (k.tenant = '' OR k.tenant = runs.tenant))
         ORDER BY updated_at, id
@@ -19,6 +21,7 @@ FROM (
     SELECT id, updated_at FROM (
         SELECT id, updated_at FROM runs
         WHERE status = 'running' AND lease_expires <= @now
+            AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))
             AND NOT EXISTS (SELECT 1 FROM kill_switches k
                 WHERE k.engaged = 1 AND (k.tenant = '' OR k.tenant = runs.tenant))
         ORDER BY lease_expires
@@ -27,6 +30,7 @@ FROM (
     SELECT id, updated_at FROM (
         SELECT id, updated_at FROM runs
         WHERE status = 'paused' AND resume_after <> 0 AND resume_after <= @now
+            AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))
             AND NOT EXISTS (SELECT 1 FROM kill_switches k
                 WHERE k.engaged = 1 AND (k.tenant = '' OR k.tenant = runs.tenant))
         ORDER BY resume_after
