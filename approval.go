@@ -51,7 +51,7 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 		d, err := x.agent.Policy(ctx, PolicyCall{Tool: tool.Name, Effect: tool.Effect, External: tool.External,
 			Args: use.Input, Run: x.info(), Prior: prior})
 		if err != nil {
-			return nil, fmt.Errorf("policy for %s: %w", tool.Name, err)
+			return nil, &hookError{fmt.Errorf("policy for %s: %w", tool.Name, err)}
 		}
 		if d.Verdict == NeedsApproval && !x.r.cfg.HumanApproval {
 			d = Decision{Verdict: Deny, Category: d.Category,
@@ -66,7 +66,7 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 		case NeedsApproval:
 			needs = append(needs, i)
 		default:
-			return nil, fmt.Errorf("policy for %s returned verdict %q; want allow, deny or needs_approval", tool.Name, d.Verdict)
+			return nil, &hookError{fmt.Errorf("policy for %s returned verdict %q; want allow, deny or needs_approval", tool.Name, d.Verdict)}
 		}
 	}
 	if len(needs) == 0 {
@@ -106,7 +106,8 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 	return calls, nil
 }
 
-// priorEffects lists the side effects the run has applied, from the ledger.
+// priorEffects lists the side effects the run applied before this turn,
+// from the ledger.
 func (x *execution) priorEffects(ctx context.Context) ([]PriorEffect, error) {
 	effects, err := x.r.store.Effects(ctx, x.run.Tenant, x.run.ID)
 	if err != nil {
@@ -114,7 +115,11 @@ func (x *execution) priorEffects(ctx context.Context) ([]PriorEffect, error) {
 	}
 	var prior []PriorEffect
 	for _, e := range effects {
-		if e.State == store.EffectDone {
+		// A turn run again (after a crash, or once a person resolved an
+		// unknown outcome) finds its own effects in the ledger; counted,
+		// they would make the policy ask about, or refuse, calls it allowed
+		// the first time, and already made.
+		if e.State == store.EffectDone && e.Step < x.run.Step {
 			prior = append(prior, PriorEffect{Tool: e.Tool, Args: e.Args})
 		}
 	}

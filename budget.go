@@ -121,14 +121,14 @@ func (s budgetStop) String() string {
 
 // checkBudget decides whether the next model call, req, fits the run's
 // budget. It returns nil if it does.
-func (x *execution) checkBudget(ctx context.Context, b runBudget, req model.Request) *budgetStop {
+func (x *execution) checkBudget(ctx context.Context, b runBudget, m model.Model, req model.Request) *budgetStop {
 	if x.run.ModelCalls >= int64(b.MaxTurns) {
 		return &budgetStop{Reason: "max_turns", Used: float64(x.run.ModelCalls), Next: 1, Limit: float64(b.MaxTurns), Unit: "turns"}
 	}
 	now := x.r.cfg.now()
 	if !b.DeadlineAt.IsZero() {
 		bound := time.Duration(0)
-		if cb, ok := x.agent.Model.(CallBound); ok {
+		if cb, ok := m.(CallBound); ok {
 			bound = cb.MaxCallDuration()
 		}
 		if now.Add(bound).After(b.DeadlineAt) {
@@ -139,7 +139,7 @@ func (x *execution) checkBudget(ctx context.Context, b runBudget, req model.Requ
 	if b.MaxInputTokens == 0 && b.MaxOutputTokens == 0 && b.MaxUSD == 0 {
 		return nil
 	}
-	input := estimateInputTokens(ctx, x.agent.Model, req)
+	input := estimateInputTokens(ctx, m, req)
 	reserve := int64(req.MaxTokens)
 	if b.MaxInputTokens != 0 && x.run.InputTokens+input > b.MaxInputTokens {
 		return &budgetStop{Reason: "budget_tokens", Used: float64(x.run.InputTokens), Next: float64(input), Limit: float64(b.MaxInputTokens), Unit: "input tokens"}
@@ -148,7 +148,7 @@ func (x *execution) checkBudget(ctx context.Context, b runBudget, req model.Requ
 		return &budgetStop{Reason: "budget_tokens", Used: float64(x.run.OutputTokens), Next: float64(reserve), Limit: float64(b.MaxOutputTokens), Unit: "output tokens"}
 	}
 	if b.MaxUSD != 0 {
-		price, _ := x.agent.Prices.Lookup(x.agent.Model.Name())
+		price, _ := x.agent.Prices.Lookup(m.Name())
 		next := price.Cost(model.Usage{InputTokens: input, OutputTokens: reserve})
 		used := model.Nanodollars(x.run.CostNanoUSD)
 		if used+next > model.USD(b.MaxUSD) {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/belayrun/belay/internal/guard"
 	"github.com/belayrun/belay/internal/ledger"
@@ -127,7 +129,7 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 	key := ledger.Key(x.run.ID, tool.Name, keyArgs)
 	if x.run.DryRun {
 		out, _ := json.Marshal(map[string]any{"ok": true, "dry_run": true,
-			"would_have": fmt.Sprintf("called %s with %s", tool.Name, allArgs)})
+			"would_have": fmt.Sprintf("called %s with %s", tool.Name, compactJSON(tool.redact(allArgs)))})
 		return x.toolResult(use, out, false), nil
 	}
 	x.emit("intent", map[string]any{"tool": tool.Name, "key": key, "effect": tool.Effect})
@@ -144,6 +146,9 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 		}
 	}
 	if errors.Is(err, store.ErrEffectConflict) {
+		// The write that carried the step's queued events was refused: they
+		// go with the next one, all but the intent, which was not recorded.
+		x.events = append(intentEvents[:len(intentEvents)-1], x.events...)
 		return x.toolError(use, fmt.Sprintf(
 			"%s was already called in this run for the same intent (key %s) with different arguments; nothing was executed. "+
 				"Use the earlier result, or if this is a separate action, say so to a person", tool.Name, key)), nil
@@ -233,29 +238,62 @@ func (x *execution) settle(ctx context.Context, use model.Block, key string, sta
 	return blk, nil
 }
 
+// abandonAfter is how long invoke waits, once a call's context has ended,
+// for a tool that does not watch its context. Past it the call is given up
+// on (it may still be running, and is treated as a timeout: for a side
+// effect, an unknown outcome), so a tool blocked without a deadline cannot
+// hold the step, and the lease with it, for ever.
+const abandonAfter = 100 * time.Millisecond
+
 // invoke calls the tool once, under its timeout, turning a panic into an
 // error so one broken tool cannot take the worker down.
-func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key string, attempt int) (out json.RawMessage, err error) {
+func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key string, attempt int) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
 	defer cancel()
 	ctx = withCallInfo(ctx, CallInfo{RunID: x.run.ID, Tenant: x.run.Tenant, Step: x.run.Step,
 		ToolUseID: use.ID, IdempotencyKey: key, Attempt: attempt})
 	start := x.r.cfg.now()
-	defer func() {
-		x.toolTime += x.r.cfg.now().Sub(start)
-		if p := recover(); p != nil {
-			x.log().Error("tool panicked", "tool", tool.Name, "panic", p, "stack", string(debug.Stack()))
-			err = &PanicError{Tool: tool.Name, Value: p}
-		}
+	defer func() { x.toolTime += x.r.cfg.now().Sub(start) }()
+
+	type result struct {
+		out json.RawMessage
+		err error
+	}
+	// The call runs on its own goroutine, which may outlive invoke: it
+	// touches nothing of the execution but this logger.
+	log := x.log()
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error("tool panicked", "tool", tool.Name, "panic", p, "stack", string(debug.Stack()))
+				r = result{err: &PanicError{Tool: tool.Name, Value: p}}
+			}
+			done <- r
+		}()
+		r.out, r.err = tool.Call(ctx, use.Input)
 	}()
-	out, err = tool.Call(ctx, use.Input)
-	if err == nil && !json.Valid(out) {
-		err = fmt.Errorf("tool %s returned a result that is not JSON", tool.Name)
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		grace := time.NewTimer(abandonAfter)
+		select {
+		case r = <-done:
+		case <-grace.C:
+			log.Error("tool ignored its context and was abandoned", "tool", tool.Name, "after", tool.Timeout)
+			r.err = fmt.Errorf("the call did not return %s after its context ended and was abandoned: %w", abandonAfter, ctx.Err())
+		}
+		grace.Stop()
 	}
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		err = &TimeoutError{Tool: tool.Name, After: tool.Timeout.String(), Err: err}
+	if r.err == nil && !json.Valid(r.out) {
+		r.err = fmt.Errorf("tool %s returned a result that is not JSON", tool.Name)
 	}
-	return out, err
+	if r.err != nil && ctx.Err() == context.DeadlineExceeded {
+		r.err = &TimeoutError{Tool: tool.Name, After: tool.Timeout.String(), Err: r.err}
+	}
+	return r.out, r.err
 }
 
 func (x *execution) toolResult(use model.Block, out json.RawMessage, isError bool) model.Block {
@@ -333,10 +371,16 @@ func describeToolError(err error) string {
 	return err.Error()
 }
 
-func preview(s string) string {
-	const n = 200
+func preview(s string) string { return clip(s, 200) }
+
+// clip cuts s to at most n bytes and a mark, on a character boundary: text
+// columns of PostgreSQL refuse a character cut in half.
+func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -11,8 +11,8 @@ import (
 
 // killSwitches remembers the kill switch of each tenant for a moment, so the
 // check before every model call is not a database read per step. A switch
-// flipped through this runtime is seen at once; one flipped elsewhere within
-// the cache's age (the poll interval).
+// flipped through this runtime is seen at once; one engaged elsewhere within
+// the cache's age (the poll interval), and one released elsewhere at once.
 type killSwitches struct {
 	mu      sync.Mutex
 	checked map[string]switchState
@@ -30,8 +30,11 @@ func (r *Runtime) killSwitch(ctx context.Context, tenant string) (bool, string, 
 	k.mu.Lock()
 	st, ok := k.checked[tenant]
 	k.mu.Unlock()
-	if ok && now.Sub(st.at) < r.cfg.PollInterval && !now.Before(st.at) {
-		return st.engaged, st.reason, nil
+	// Only "not engaged" is answered from memory. A switch released
+	// elsewhere has already put the runs it paused back in the queue; one
+	// paused again on an old answer would wait for a release already made.
+	if ok && !st.engaged && now.Sub(st.at) < r.cfg.PollInterval && !now.Before(st.at) {
+		return false, "", nil
 	}
 	engaged, reason, err := r.store.KillSwitch(ctx, tenant)
 	if err != nil {

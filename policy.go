@@ -40,7 +40,7 @@ type PolicyCall struct {
 	// Args are the exact arguments the call would run with.
 	Args json.RawMessage
 	Run  RunInfo
-	// Prior lists the side effects the run has already applied, so a policy
+	// Prior lists the side effects the run applied before this turn, so a policy
 	// can gate on totals ("refunds in this run above 500 USD"), not only on
 	// one call: a model talked into many small refunds meets the gate too.
 	Prior []PriorEffect

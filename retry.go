@@ -196,6 +196,12 @@ func (x *execution) invokeWithRetry(ctx context.Context, tool *Tool, use model.B
 		if err == nil {
 			return out, nil
 		}
+		// A side effect that may have landed is never called again here,
+		// even if its error also says the failure was transient (a dropped
+		// connection is both): the ledger asks the downstream first.
+		if !tool.idempotent() && isUnknownOutcome(err) {
+			return nil, err
+		}
 		if !isTransient(err) && !(isTimeout(err) && tool.idempotent()) {
 			return nil, err
 		}

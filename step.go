@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -24,11 +25,18 @@ type execution struct {
 	run   store.Run
 	msgs  []model.Message
 	// saved is how many of msgs are in the store.
-	saved  int
-	guard  guardState
-	plan   planState
-	events []store.Event
-	outbox []store.OutboxMessage
+	saved int
+	// durable is the run's state as its last write left it (or as claimed):
+	// what a release writes back, so that a step cut short hands over no
+	// change its own write did not make durable.
+	durable store.RunUpdate
+	// writeInDoubt reports a write that failed as its context ended: it
+	// may have committed, so durable may be behind the store.
+	writeInDoubt bool
+	guard        guardState
+	plan         planState
+	events       []store.Event
+	outbox       []store.OutboxMessage
 	// applied reports that the tool call in progress applied a side effect.
 	applied bool
 
@@ -49,7 +57,11 @@ var errStop = errors.New("run let go")
 func (r *Runtime) execute(ctx context.Context, run store.Run) {
 	a, ok := r.agents[run.Agent]
 	if !ok {
-		r.cfg.Logger.Error("claimed a run of an agent this runtime does not have", "run", run.ID, "agent", run.Agent)
+		// Claims take only this runtime's agents; a run reaching here anyway
+		// is handed back at once, as it was, for a worker that has the agent.
+		r.cfg.Logger.Error("claimed a run of an agent this runtime does not have; letting go of it", "run", run.ID, "agent", run.Agent)
+		_ = r.store.Checkpoint(ctx, store.CheckpointParams{Fence: store.Fence{RunID: run.ID, Owner: run.LeaseOwner, Epoch: run.LeaseEpoch},
+			Now: r.cfg.now(), Run: stateOf(run)})
 		return
 	}
 	x := &execution{r: r, agent: a, run: run}
@@ -59,7 +71,8 @@ func (r *Runtime) execute(ctx context.Context, run store.Run) {
 	defer cancel(nil)
 	go x.keepLease(ctx, cancel)
 
-	err := x.loop(ctx)
+	err := x.loopContained(ctx)
+	var hook *hookError
 	switch {
 	case err == nil, errors.Is(err, errStop):
 	case errors.Is(err, store.ErrLeaseLost), errors.Is(context.Cause(ctx), store.ErrLeaseLost):
@@ -70,8 +83,60 @@ func (r *Runtime) execute(ctx context.Context, run store.Run) {
 		x.log().Error("gave up the run", "cause", context.Cause(ctx))
 	case ctx.Err() != nil:
 		x.release(context.WithoutCancel(ctx))
+	case errors.As(err, &hook):
+		x.log().Error("run step: the agent's own code failed; the run waits for a person", "err", err)
+		x.pauseForFix(ctx, hook)
 	default:
+		// The store, most likely: the lease runs out and a worker takes the
+		// run again.
 		x.log().Error("run step", "err", err)
+	}
+}
+
+// stateOf is the state a claimed run has in the store, as a write that
+// leaves it unchanged would write it; the lease is released.
+func stateOf(run store.Run) store.RunUpdate {
+	return store.RunUpdate{Status: run.Status, Step: run.Step, Messages: run.Messages,
+		InputTokens: run.InputTokens, OutputTokens: run.OutputTokens, ModelCalls: run.ModelCalls,
+		CostNanoUSD: run.CostNanoUSD, Plan: run.Plan, Guard: run.Guard, ResumeAfter: run.ResumeAfter,
+		StopReason: run.StopReason, StopDetail: run.StopDetail, Final: run.Final, Escalation: run.Escalation}
+}
+
+// hookError is a failure of the agent's own code: its policy failed or
+// gave no verdict, or its model, a tool's hook or a requirement's check
+// panicked. Run again, the step would fail again, each time the lease ran
+// out, for ever; the run waits for a person instead.
+type hookError struct{ err error }
+
+func (e *hookError) Error() string { return e.err.Error() }
+func (e *hookError) Unwrap() error { return e.err }
+
+// loopContained is loop with a panic of the agent's code (tools are
+// contained where they are called) turned into a hookError, so it stops
+// this run, not the worker process with every run in flight on it.
+func (x *execution) loopContained(ctx context.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			x.log().Error("panic in a run's step", "panic", p, "stack", string(debug.Stack()))
+			err = &hookError{fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	return x.loop(ctx)
+}
+
+// pauseForFix pauses the run, as its last write left it, for a person to
+// fix the agent's code and resume it (belay resume).
+func (x *execution) pauseForFix(ctx context.Context, hook *hookError) {
+	u := x.durable
+	u.Status, u.ResumeAfter, u.LeaseExpires, u.KeepLease = store.StatusPaused, time.Time{}, time.Time{}, false
+	u.StopReason = "step_failed"
+	u.StopDetail = clip(fmt.Sprintf("step %d failed in the agent's own code: %v; fix it, deploy, then resume the run (belay resume %s)",
+		x.run.Step, hook.err, x.run.ID), 2000)
+	x.events, x.outbox = nil, nil
+	x.emit("stop", map[string]any{"status": u.Status, "reason": u.StopReason, "detail": u.StopDetail})
+	p := store.CheckpointParams{Fence: x.fence(), Now: x.r.cfg.now(), Run: u, Events: x.events}
+	if err := x.r.store.Checkpoint(ctx, p); err != nil {
+		x.log().Error("pause the failed run; it is claimed again once its lease expires", "err", err)
 	}
 }
 
@@ -124,6 +189,7 @@ func (x *execution) loop(ctx context.Context) error {
 	if err := x.load(ctx); err != nil {
 		return err
 	}
+	x.durable = stateOf(x.run)
 	if x.run.AgentVersion != x.agent.Version {
 		return x.stop(ctx, store.StatusPaused, "version_mismatch", fmt.Sprintf(
 			"run was started on %s version %s, this worker has version %s; it is not resumed into another version without an explicit migration",
@@ -138,7 +204,8 @@ func (x *execution) loop(ctx context.Context) error {
 		if x.r.stopping.Load() {
 			// Shutting down between steps: the last step is checkpointed;
 			// hand the run to another worker at once.
-			x.release(ctx)
+			x.emit("released", map[string]any{"epoch": x.run.LeaseEpoch})
+			_ = x.write(ctx, nil, withRelease())
 			return errStop
 		}
 		last := x.msgs[len(x.msgs)-1]
@@ -216,7 +283,7 @@ func (x *execution) think(ctx context.Context) error {
 		Tools:     x.agent.toolSpecs(),
 		MaxTokens: x.agent.MaxOutputTokens,
 	}
-	if over := x.checkBudget(ctx, budget, req); over != nil {
+	if over := x.checkBudget(ctx, budget, x.agent.Model, req); over != nil {
 		return x.escalate(ctx, store.StatusPaused, over.Reason, over.String(), nil,
 			map[string]any{"used": over.Used, "next_call": over.Next, "limit": over.Limit, "unit": over.Unit})
 	}
@@ -228,6 +295,12 @@ func (x *execution) think(ctx context.Context) error {
 		// fallback for this call, and say so in the trace.
 		used = x.agent.Fallback
 		x.emit("model_fallback", map[string]any{"from": x.agent.Model.Name(), "to": used.Name(), "error": err.Error()})
+		// The fallback has its own price and its own longest call.
+		if over := x.checkBudget(ctx, budget, used, req); over != nil {
+			x.modelTime += x.r.cfg.now().Sub(start)
+			return x.escalate(ctx, store.StatusPaused, over.Reason, over.String()+" (on the fallback model "+used.Name()+", the primary being overloaded)", nil,
+				map[string]any{"used": over.Used, "next_call": over.Next, "limit": over.Limit, "unit": over.Unit})
+		}
 		resp, err = used.Generate(ctx, req)
 	}
 	latency := x.r.cfg.now().Sub(start)
@@ -384,9 +457,27 @@ func (x *execution) stopWith(ctx context.Context, status store.Status, reason, d
 
 // release lets go of the lease without changing the run, so another worker
 // takes it at once (used on shutdown).
+// release hands the run to another worker as its last write left it. A
+// step cut short (a shutdown whose deadline passed) may have changed the
+// run in memory for a write that failed: a status with the approvals it was
+// to ask for, say. Written without them, the run would wait for a decision
+// nobody can take; left out, the step runs again on the next worker, as
+// after a crash, and the ledger keeps its effects from happening twice.
 func (x *execution) release(ctx context.Context) {
+	if x.writeInDoubt {
+		// Written back, the state before a write that did commit would undo
+		// it; the lease runs out instead and the next worker reads the store.
+		x.log().Warn("a write was cut short and may have committed; the run is taken over once its lease expires")
+		return
+	}
+	u := x.durable
+	u.LeaseExpires, u.KeepLease = time.Time{}, false
+	x.events, x.outbox = nil, nil
 	x.emit("released", map[string]any{"epoch": x.run.LeaseEpoch})
-	_ = x.write(ctx, nil, withRelease())
+	p := store.CheckpointParams{Fence: x.fence(), Now: x.r.cfg.now(), Run: u, Events: x.events}
+	if err := x.r.store.Checkpoint(ctx, p); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		x.log().Warn("release the run; another worker takes it once its lease expires", "err", err)
+	}
 }
 
 type writeOption func(*store.CheckpointParams)
@@ -443,6 +534,11 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 	}
 	start := time.Now()
 	if err := x.r.store.Checkpoint(ctx, p); err != nil {
+		if ctx.Err() != nil {
+			// The store may have taken the write before the context ended
+			// and commit it still.
+			x.writeInDoubt = true
+		}
 		return fmt.Errorf("checkpoint step %d: %w", x.run.Step, err)
 	}
 	if obs := x.r.cfg.Observer; obs != nil {
@@ -453,6 +549,7 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 		}
 	}
 	x.saved = len(x.msgs)
+	x.durable = p.Run
 	x.events = x.events[:0]
 	x.outbox = nil
 	if !p.Run.KeepLease {
