@@ -72,14 +72,59 @@ func (t *Tool) restore(edited, original json.RawMessage) json.RawMessage {
 }
 
 // RedactArgs returns a call's arguments as a person may see them: the
-// values of the fields its tool marks Sensitive replaced by Redacted. Tools
-// and agents this runtime does not know are shown as they are.
+// values of the fields its tool marks Sensitive replaced by Redacted.
+//
+// Only the tool knows which fields are sensitive, so a call of an agent or
+// a tool this runtime does not serve (another deployment's agent on the
+// same database, a tool an upgrade dropped) shows no value at all: each is
+// replaced by a marker that says why, and arguments that are not a JSON
+// object are replaced whole. A person deciding such a call still sees its
+// tool, its field names and its approval's summary, which the runtime that
+// asked wrote redacted, and can approve or reject it; an edit needs a
+// runtime that serves the tool (see Serves).
 func (r *Runtime) RedactArgs(agent, tool string, args json.RawMessage) json.RawMessage {
 	a, ok := r.agents[agent]
 	if !ok {
+		return hideArgs(args, "[hidden: agent "+agent+" is not served here]")
+	}
+	t, ok := a.tools[tool]
+	if !ok {
+		return hideArgs(args, "[hidden: agent "+agent+" has no tool "+tool+" here]")
+	}
+	return t.redact(args)
+}
+
+// Serves reports whether the runtime serves the agent and its tool: only
+// then does RedactArgs show the values of the tool's calls, and can an
+// edit of one be checked against the tool and get its redacted values back.
+func (r *Runtime) Serves(agent, tool string) bool {
+	a, ok := r.agents[agent]
+	if !ok {
+		return false
+	}
+	_, ok = a.tools[tool]
+	return ok
+}
+
+// hideArgs replaces the value of every field of args by marker, or args
+// whole if they are not a JSON object. No arguments stay none.
+func hideArgs(args json.RawMessage, marker string) json.RawMessage {
+	if len(bytes.TrimSpace(args)) == 0 {
 		return args
 	}
-	return a.tools[tool].redact(args)
+	hidden, _ := json.Marshal(marker)
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		return hidden
+	}
+	for f := range obj {
+		obj[f] = hidden
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return hidden
+	}
+	return out
 }
 
 // RedactBlocks returns a copy of a message's blocks with the arguments of

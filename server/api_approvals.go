@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -182,6 +183,13 @@ func (s *Server) applyDecision(r *http.Request, p Principal, req decisionRequest
 	a, agent, err := s.tenantApproval(r, p)
 	if err != nil {
 		return store.Approval{}, "", err
+	}
+	// Where the tool is not served, the call's values are shown as markers
+	// and an edit cannot be checked against the tool: an edit built from
+	// what was shown would run the call with the markers.
+	if req.Decision == "edit" && !s.rt.Serves(agent, a.Tool) {
+		return store.Approval{}, "", &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",
+			Message: fmt.Sprintf("tool %s of agent %s is not served here, so this server hides its arguments and cannot check an edit; approve or reject it here, or edit it on a server that serves the agent", a.Tool, agent)}
 	}
 	decided, err := s.rt.Decide(r.Context(), p.Tenant, a.ID, belay.ApprovalDecision{Verdict: req.Decision,
 		EditedArgs: req.Arguments, Note: req.Note, By: p.Identity(), Binding: req.Binding})

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/model"
@@ -208,6 +209,9 @@ type card struct {
 	Earlier  []earlierEffect
 	Evidence []evidence
 	Self     bool
+	// Editable is false where this server does not serve the call's tool:
+	// its values are hidden, so an edit could not keep them.
+	Editable bool
 }
 
 // earlierEffects bounds how many of a customer's side effects a card
@@ -237,7 +241,7 @@ func (s *Server) card(r *http.Request, p Principal, a store.Approval) (card, err
 	}
 	args := s.rt.RedactArgs(run.Agent, a.Tool, a.Args)
 	c := card{Approval: a, Run: run, Args: fields(args), ArgsJSON: prettyJSON(args),
-		Self: run.RequestedBy != "" && run.RequestedBy == p.Identity() && !a.SelfApproval}
+		Self: run.RequestedBy != "" && run.RequestedBy == p.Identity() && !a.SelfApproval, Editable: s.rt.Serves(run.Agent, a.Tool)}
 	c.Approval.Args = args
 	effects, err := s.st.Effects(r.Context(), p.Tenant, run.ID)
 	if err != nil {
@@ -541,10 +545,10 @@ func timeline(e store.Event) timelineEntry {
 }
 
 func (s *Server) cancelForm(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
-	note := strings.TrimSpace(r.PostFormValue("note"))
-	if len(note) > 2000 {
-		note = note[:2000]
-	}
+	// The field allows 2000 characters and the API 2000 bytes: a longer
+	// note is cut to the bytes rather than the cancel refused, at a
+	// character's edge, since PostgreSQL refuses text that is not UTF-8.
+	note := cutUTF8(strings.ToValidUTF8(strings.TrimSpace(r.PostFormValue("note")), "\uFFFD"), 2000)
 	run, err := s.rt.Cancel(r.Context(), p.Tenant, r.PathValue("id"), p.Identity(), note)
 	if err != nil {
 		return nil, err
@@ -647,9 +651,20 @@ func (s *Server) version(r *http.Request, p Principal, view string) (string, err
 	return hex.EncodeToString(h.Sum(nil)[:12]), nil
 }
 
+// liveRoles are the roles a live view needs: those of the pages that
+// watch it.
+func liveRoles(view string) []store.Role {
+	if view == "queue" {
+		return approvers
+	}
+	return readers
+}
+
 // live is a server-sent event stream that says "change" once the view's
 // fingerprint differs from the version the page was rendered at; the page
-// then fetches itself again.
+// then fetches itself again. It lasts as long as the session: every look
+// signs the request in again, after reading the view, so that nothing read
+// after a key was revoked, or its session ended, is told.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.session(r)
 	if !ok {
@@ -657,6 +672,12 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view, seen := r.URL.Query().Get("view"), r.URL.Query().Get("v")
+	roles := liveRoles(view)
+	if !p.Has(roles...) {
+		http.Error(w, fmt.Sprintf("your key's roles (%s) do not allow this view; it needs one of: %s", joinRoles(p.Roles), joinRoles(roles)),
+			http.StatusForbidden)
+		return
+	}
 	if _, err := s.version(r, p, view); err != nil {
 		ae := classify(err)
 		http.Error(w, ae.Message, ae.status)
@@ -685,6 +706,11 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		}
 		v, err := s.version(r, p, view)
 		if errors.Is(err, store.ErrNotFound) || r.Context().Err() != nil {
+			return
+		}
+		// A session gone, or short of the view's roles, ends the stream; the
+		// browser's reconnect then meets the sign-in check and gives up.
+		if p, ok = s.session(r); !ok || !p.Has(roles...) {
 			return
 		}
 		if err == nil && v != seen {
@@ -788,9 +814,21 @@ func plainValue(v json.RawMessage) string {
 	return compactJSON(v)
 }
 
+// cutUTF8 returns the longest start of s that has at most n bytes and
+// ends at a character's edge.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	return cutUTF8(s, n) + "…"
 }

@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,4 +225,147 @@ func TestConsoleLiveUpdates(t *testing.T) {
 	if status, _ := get(t, other, f.http.URL+"/console/live?view="+url.QueryEscape("run:"+run.ID)); status != 404 {
 		t.Errorf("globex watches acme's run: %d", status)
 	}
+}
+
+// openLive opens a live stream of view as client c, at the view's current
+// version, bounded by the test's deadline.
+func (f *fixture) openLive(c *http.Client, view string) *http.Response {
+	f.t.Helper()
+	version, err := f.srv.version(httptest.NewRequest("GET", "/", nil), Principal{Tenant: "acme"}, view)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(f.t.Context(), 20*time.Second)
+	f.t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.http.URL+"/console/live?view="+url.QueryEscape(view)+"&v="+version, nil)
+	res, err := c.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { res.Body.Close() })
+	if res.StatusCode != http.StatusOK {
+		f.t.Fatalf("live %s: %d", view, res.StatusCode)
+	}
+	return res
+}
+
+// A live stream lasts as long as its session: once the key is revoked, the
+// session signed out or expired, it ends and says nothing more of the view,
+// not even that it changed.
+func TestConsoleLiveEndsWithTheSession(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		end  func(f *fixture, c *http.Client, key string, clock *testClock)
+	}{
+		{"key revoked", func(f *fixture, c *http.Client, key string, clock *testClock) {
+			id := keyPattern.FindStringSubmatch(key)[1]
+			if err := f.st.RevokeAPIKey(context.Background(), "acme", id, time.Now()); err != nil {
+				f.t.Fatal(err)
+			}
+		}},
+		{"signed out", func(f *fixture, c *http.Client, key string, clock *testClock) {
+			if status, _, _ := post(f.t, c, f.http.URL+"/console/logout", nil); status != http.StatusSeeOther {
+				f.t.Fatalf("sign out: %d", status)
+			}
+		}},
+		{"session expired", func(f *fixture, c *http.Client, key string, clock *testClock) {
+			clock.advance(13 * time.Hour)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &testClock{now: time.Now()}
+			f := newFixture(t, func(cfg *Config) { cfg.now = clock.read })
+			op := f.key("acme", "ops", store.RoleOperator)
+			approver := f.key("acme", "maya", store.RoleApprover)
+			run, a := f.approvalFlow(op, approver)
+			watcher := f.key("acme", "lee", store.RoleOperator)
+			browser := f.signIn(watcher)
+			res := f.openLive(browser, "run:"+run.ID)
+
+			c.end(f, browser, watcher, clock)
+			if res := f.do("POST", "/v1/approvals/"+a.ID+"/decision", approver, map[string]any{"decision": "approve", "binding": a.Binding}); res.status != 200 {
+				t.Fatalf("decide: %d", res.status)
+			}
+			got, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Fatalf("the stream did not end: %v\n%s", err, got)
+			}
+			if strings.Contains(string(got), "event: change") {
+				t.Errorf("the stream told of a change after the session ended:\n%s", got)
+			}
+		})
+	}
+}
+
+// testClock is a server's clock that a test moves.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) read() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// A live view needs the roles of its page: an operator, who has no
+// approval queue, cannot watch it.
+func TestConsoleLiveNeedsThePageRoles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, c := range []struct {
+		role store.Role
+		want int
+	}{{store.RoleOperator, http.StatusForbidden}, {store.RoleApprover, http.StatusOK}} {
+		if got := f.liveStatus(f.signIn(f.key("acme", string(c.role), c.role)), "queue"); got != c.want {
+			t.Errorf("the approval queue's live view for an %s: %d, want %d", c.role, got, c.want)
+		}
+	}
+}
+
+// liveStatus opens a live stream of view as client c and closes it at
+// once: the status says whether it was let in.
+func (f *fixture) liveStatus(c *http.Client, view string) int {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(f.t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.http.URL+"/console/live?view="+url.QueryEscape(view), nil)
+	res, err := c.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// The console keeps the first 2000 bytes of a cancel note, as its field
+// allows, without splitting a character PostgreSQL would refuse.
+func TestConsoleCancelCutsALongNote(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, f *fixture) {
+		op := f.key("acme", "ops", store.RoleOperator)
+		run, _ := f.approvalFlow(op, f.key("acme", "maya", store.RoleApprover))
+		c := f.signIn(op)
+		note := strings.Repeat("a", 1999) + "é"
+		status, loc, body := post(t, c, f.http.URL+"/console/runs/"+run.ID+"/cancel", url.Values{"note": {note}})
+		if status != http.StatusSeeOther || loc != "/console/runs/"+run.ID {
+			t.Fatalf("cancel with a note of %d bytes: %d to %q\n%s", len(note), status, loc, body)
+		}
+		got, err := f.st.GetRun(context.Background(), "acme", run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.Repeat("a", 1999); got.Status != store.StatusCanceled || got.StopDetail != want {
+			t.Errorf("run %s, stop detail of %d bytes %q, want the note's first 1999 bytes", got.Status, len(got.StopDetail), got.StopDetail[max(0, len(got.StopDetail)-8):])
+		}
+	})
 }
