@@ -354,8 +354,10 @@ func (s *Server) approvalPage(w http.ResponseWriter, r *http.Request, p Principa
 // decisionForm takes a decision from an approval card. The card carries
 // the approval's binding, so a decision holds only for what was shown.
 func (s *Server) decisionForm(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
+	// A form, unlike a JSON body, may carry bytes that are not UTF-8, which
+	// PostgreSQL would refuse in the note's text column.
 	req := decisionRequest{Decision: r.PostFormValue("decision"), Binding: r.PostFormValue("binding"),
-		Note: strings.TrimSpace(r.PostFormValue("note"))}
+		Note: strings.ToValidUTF8(strings.TrimSpace(r.PostFormValue("note")), "\uFFFD")}
 	if req.Decision == "edit" {
 		req.Arguments = json.RawMessage(strings.TrimSpace(r.PostFormValue("arguments")))
 		if !json.Valid(req.Arguments) {

@@ -369,3 +369,28 @@ func TestConsoleCancelCutsALongNote(t *testing.T) {
 		}
 	})
 }
+
+// A rejection's note from the console form is stored even when the form
+// carries bytes that are not UTF-8 (a JSON body cannot): they become U+FFFD
+// rather than a text PostgreSQL refuses.
+func TestConsoleRejectNoteThatIsNotUTF8(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, f *fixture) {
+		op := f.key("acme", "ops", store.RoleOperator)
+		approver := f.key("acme", "maya", store.RoleApprover)
+		_, a := f.approvalFlow(op, approver)
+		c := f.signIn(approver)
+		status, _, body := post(t, c, f.http.URL+"/console/approvals/"+a.ID+"/decision", url.Values{
+			"decision": {"reject"}, "binding": {a.Binding}, "note": {"disputed \xc3 charge"}})
+		if status != http.StatusSeeOther {
+			t.Fatalf("reject: %d\n%s", status, body)
+		}
+		got, err := f.st.GetApproval(context.Background(), "acme", a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != store.ApprovalRejected || got.Note != "disputed \uFFFD charge" {
+			t.Errorf("approval %s with note %q, want rejected with the bad byte replaced", got.Status, got.Note)
+		}
+	})
+}
