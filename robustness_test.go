@@ -427,8 +427,9 @@ func TestResolvedTurnIsNotGatedAgain(t *testing.T) {
 }
 
 // lateCommitStore commits the checkpoint that matches, then ends the
-// worker's context and reports the context's error, as a store does when a
-// shutdown's deadline passes while the write is on its way.
+// worker's context and reports the connection lost: the outcome a worker
+// cannot know, as when a shutdown's deadline passes and the connection
+// breaks as the commit reaches the server.
 type lateCommitStore struct {
 	store.Store
 	match  func(p store.CheckpointParams) bool
@@ -445,11 +446,11 @@ func (s *lateCommitStore) Checkpoint(ctx context.Context, p store.CheckpointPara
 		return err
 	}
 	s.cancel()
-	return context.Canceled
+	return errors.New("connection reset by peer")
 }
 
-// A write cut short by the end of its context may have committed: the run
-// is not released with the state from before it, which would undo it (and
+// A write whose outcome is unknown may have committed: a shutdown does not
+// release the run with the state from before it, which would undo it (and
 // write its events twice); the lease runs out and the next worker reads the
 // store.
 func TestWriteCutShortIsNotUndoneByTheRelease(t *testing.T) {

@@ -30,8 +30,9 @@ type execution struct {
 	// what a release writes back, so that a step cut short hands over no
 	// change its own write did not make durable.
 	durable store.RunUpdate
-	// writeInDoubt reports a write that failed as its context ended: it
-	// may have committed, so durable may be behind the store.
+	// writeInDoubt reports a write that failed otherwise than by its
+	// context ending: it may have committed, so durable may be behind the
+	// store.
 	writeInDoubt bool
 	guard        guardState
 	plan         planState
@@ -534,9 +535,10 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 	}
 	start := time.Now()
 	if err := x.r.store.Checkpoint(ctx, p); err != nil {
-		if ctx.Err() != nil {
-			// The store may have taken the write before the context ended
-			// and commit it still.
+		// A context error means nothing was written (see store.Store);
+		// any other failure, a connection lost as it committed say, may
+		// have come after the commit.
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			x.writeInDoubt = true
 		}
 		return fmt.Errorf("checkpoint step %d: %w", x.run.Step, err)

@@ -461,7 +461,11 @@ type Store interface {
 	// RenewLease extends a lease, or returns ErrLeaseLost.
 	RenewLease(ctx context.Context, f Fence, expires time.Time) error
 
-	// Checkpoint writes one step's state in one transaction.
+	// Checkpoint writes one step's state in one transaction. It returns
+	// a context error only if nothing was written: once the write has
+	// gone out, its outcome is waited for, so that a caller whose context
+	// ended never takes a committed checkpoint for a failed one (and, say,
+	// writes over it the state from before it).
 	Checkpoint(ctx context.Context, p CheckpointParams) error
 	// BeginEffect records an intent. If the key exists with the same
 	// ArgsHash it returns the existing row and existed true, recording

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	_ "embed"
@@ -80,8 +81,10 @@ func (c *checkpointer) close() {
 
 // do writes p and returns once it has committed, or failed. When nothing
 // else is being written, the caller writes p itself, alone; otherwise p
-// joins the queue for a writer's next batch. If ctx ends first do returns
-// its error, but a request a writer has already taken may still commit.
+// joins the queue for a writer's next batch. If ctx ends while p is still
+// queued, do takes it out and returns ctx's error: nothing was written.
+// Once p is being written, do waits for the outcome (see store.Store's
+// Checkpoint).
 func (c *checkpointer) do(ctx context.Context, p store.CheckpointParams) error {
 	c.mu.Lock()
 	if c.closed {
@@ -101,8 +104,16 @@ func (c *checkpointer) do(ctx context.Context, p store.CheckpointParams) error {
 	case err := <-r.err:
 		return err
 	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if i := slices.Index(c.queue, r); i >= 0 {
+		c.queue = slices.Delete(c.queue, i, i+1)
+		c.mu.Unlock()
 		return ctx.Err()
 	}
+	c.mu.Unlock()
+	// A writer has it: it replies once the batch has committed or failed.
+	return <-r.err
 }
 
 // writeAlone writes p on the caller's goroutine, as a writer would a batch
@@ -117,7 +128,9 @@ func (c *checkpointer) writeAlone(ctx context.Context, p store.CheckpointParams)
 			c.cond.Signal()
 		}
 	}()
-	return c.s.checkpointOne(ctx, p)
+	// Not under ctx: pgx would cancel the statement when it ends, and a
+	// cancel that arrives as the commit does leaves the outcome unknown.
+	return c.s.checkpointOne(context.WithoutCancel(ctx), p)
 }
 
 // run is a writer goroutine.
@@ -194,7 +207,7 @@ func (c *checkpointer) write(batch []*checkpointRequest, errs []error) {
 	switch len(group) {
 	case 0:
 	case 1:
-		errs[at[0]] = c.s.checkpointOne(group[0].ctx, group[0].p)
+		errs[at[0]] = c.s.checkpointOne(context.WithoutCancel(group[0].ctx), group[0].p)
 	default:
 		held, err := c.s.checkpointGroup(group)
 		switch {
@@ -210,7 +223,7 @@ func (c *checkpointer) write(batch []*checkpointRequest, errs []error) {
 			// deadlocked. Written alone, each meets its own fate.
 			var wg sync.WaitGroup
 			for j, i := range at {
-				wg.Go(func() { errs[i] = c.s.checkpointOne(group[j].ctx, group[j].p) })
+				wg.Go(func() { errs[i] = c.s.checkpointOne(context.WithoutCancel(group[j].ctx), group[j].p) })
 			}
 			wg.Wait()
 		default:
@@ -222,7 +235,7 @@ func (c *checkpointer) write(batch []*checkpointRequest, errs []error) {
 		}
 	}
 	for _, i := range later {
-		errs[i] = c.s.checkpointOne(batch[i].ctx, batch[i].p)
+		errs[i] = c.s.checkpointOne(context.WithoutCancel(batch[i].ctx), batch[i].p)
 	}
 }
 

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
 )
@@ -375,5 +378,99 @@ func TestCheckpointAfterClose(t *testing.T) {
 	}
 	if err := s.Checkpoint(t.Context(), stepOf(r, fenceOf(r), 1, nil)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Checkpoint after Close: %v, want ErrClosed", err)
+	}
+}
+
+// A checkpoint whose caller gives up is either not written, and the caller
+// hears its context's error, or written, and the caller hears the outcome:
+// never "canceled" for a checkpoint that committed. Three checkpoints wait
+// on rows another transaction holds: one written alone, one still queued,
+// one in a writer's batch; then their callers give up.
+func TestCheckpointGivenUpOnIsWaitedForOnceWritten(t *testing.T) {
+	s := openTest(t, Config{MaxConns: 8})
+	ctx := t.Context()
+	alone, queued, inBatch, held := claimIn(t, s, "r-alone", "t", "w1"), claimIn(t, s, "r-queued", "t", "w1"),
+		claimIn(t, s, "r-in-batch", "t", "w1"), claimIn(t, s, "r-held", "t", "w1")
+	batch := []store.Run{held, inBatch}
+	for i := range checkpointHelperMin - 2 {
+		batch = append(batch, claimIn(t, s, fmt.Sprintf("r-fill-%02d", i), "t", "w1"))
+	}
+	blocker, err := pgx.Connect(ctx, testDB.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Close(context.Background())
+	tx, err := blocker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	runs := pgx.Identifier{s.schema, "runs"}.Sanitize()
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+runs+" WHERE id IN ('r-alone', 'r-held') FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func(busy, queued int) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			s.checkpoints.mu.Lock()
+			ok := cond(s.checkpoints.busy, len(s.checkpoints.queue))
+			s.checkpoints.mu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s", what)
+			}
+		}
+	}
+	checkpoint := func(ctx context.Context, r store.Run) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.Checkpoint(ctx, stepOf(r, fenceOf(r), 1, nil)) }()
+		return done
+	}
+
+	aloneCtx, giveUpAlone := context.WithCancel(ctx)
+	aloneDone := checkpoint(aloneCtx, alone)
+	waitFor("written alone", func(busy, q int) bool { return busy == 1 && q == 0 })
+
+	queuedCtx, giveUpQueued := context.WithCancel(ctx)
+	queuedDone := checkpoint(queuedCtx, queued)
+	waitFor("queued", func(busy, q int) bool { return q == 1 })
+	giveUpQueued()
+	if err := <-queuedDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("queued checkpoint given up on: %v, want context.Canceled", err)
+	}
+
+	batchCtx, giveUpInBatch := context.WithCancel(ctx)
+	var others []<-chan error
+	for _, r := range batch {
+		c := ctx
+		if r.ID == inBatch.ID {
+			c = batchCtx
+		}
+		others = append(others, checkpoint(c, r))
+	}
+	waitFor("taken as a batch", func(busy, q int) bool { return busy == 2 && q == 0 })
+	giveUpAlone()
+	giveUpInBatch()
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-aloneDone; err != nil {
+		t.Errorf("checkpoint written alone, given up on: %v, want its outcome (committed)", err)
+	}
+	for i, done := range others {
+		if err := <-done; err != nil {
+			t.Errorf("checkpoint of %s in the batch: %v, want its outcome (committed)", batch[i].ID, err)
+		}
+	}
+	for r, want := range map[string]int{"r-alone": 1, "r-in-batch": 1, "r-queued": 0} {
+		got, err := s.GetRun(ctx, "t", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Step != want {
+			t.Errorf("%s at step %d, want %d", r, got.Step, want)
+		}
 	}
 }

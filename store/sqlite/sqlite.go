@@ -7,8 +7,9 @@
 // separate pool; the file is in WAL mode, so they never wait for the writer.
 //
 // A write returns once its transaction has committed. If its context ends
-// while it waits, it returns the context's error, but a write the writer had
-// already taken may still commit.
+// before the writer takes it, or before its turn in the batch, it returns
+// the context's error and nothing of it is written; once taken, it waits
+// for the outcome.
 //
 // Several processes may open the same file: write transactions take the
 // write lock up front (BEGIN IMMEDIATE) and wait for it up to BusyTimeout,

@@ -114,8 +114,11 @@ func openWriter(ctx context.Context, path string, cfg Config, ms []migration) (*
 }
 
 // do runs fn in the writer's next transaction and returns once that
-// transaction has committed, or failed. If ctx ends first do returns its
-// error, but a request the writer has already taken may still commit.
+// transaction has committed, or failed. A context error means nothing was
+// written: once the writer has taken the request, do waits for its outcome
+// (the writer skips a request whose context ended before its turn, and
+// answers every request it takes), so a caller never hears "canceled" of a
+// write that committed.
 func (w *writer) do(ctx context.Context, bytes int64, fn func(ctx context.Context, tx *writeTx) error) error {
 	r := &request{ctx: ctx, fn: fn, bytes: bytes, err: make(chan error, 1)}
 	select {
@@ -125,12 +128,7 @@ func (w *writer) do(ctx context.Context, bytes int64, fn func(ctx context.Contex
 	case <-w.stop:
 		return ErrClosed
 	}
-	select {
-	case err := <-r.err:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return <-r.err
 }
 
 // run is the writer goroutine. It takes every request waiting, up to

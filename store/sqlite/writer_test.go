@@ -341,3 +341,30 @@ func TestBeginEffectRedoneReportsWhatItFound(t *testing.T) {
 		t.Errorf("BeginEffect recorded a new intent (attempts %d) but reported existed", es[0].Attempts)
 	}
 }
+
+// A caller whose context ends once the writer has taken its request hears
+// the request's outcome, never a context error for a write that committed.
+// Here the context ends while the request runs, so both the reply and the
+// context are ready when do looks: before, it picked one at random.
+func TestWriteTakenIsWaitedFor(t *testing.T) {
+	s := openTest(t, filepath.Join(t.TempDir(), "belay.db"))
+	for i := range 50 {
+		ctx, cancel := context.WithCancel(t.Context())
+		err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+			cancel()
+			_, err := tx.ExecContext(ctx, "INSERT INTO kill_switches (tenant, engaged, reason, updated_at) VALUES (?, 1, '', 0)", fmt.Sprint("t", i))
+			return err
+		})
+		if err != nil {
+			t.Fatalf("write %d, committed after its context ended: %v", i, err)
+		}
+	}
+	// A request whose context ended before the writer took it is not
+	// written at all.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	ran := false
+	if err := s.writer.do(ctx, 0, func(context.Context, *writeTx) error { ran = true; return nil }); !errors.Is(err, context.Canceled) || ran {
+		t.Errorf("write with an ended context: %v, ran %v; want context.Canceled and not run", err, ran)
+	}
+}
