@@ -183,7 +183,9 @@ func (x *execution) applyDecision(use model.Block, hash string, a store.Approval
 	if a.Status == store.ApprovalApproved || a.Status == store.ApprovalEdited {
 		want := binding(x.run.Tenant, x.run.ID, use.Name, hash, x.agent.PolicyVersion, a.ExpiresAt)
 		if a.ArgsHash != hash || a.Binding != want {
-			blk := x.refuse(use, "This call does not match what was approved (arguments or policy changed since). Nothing was executed; ask again or escalate.")
+			// Asked again, the same call would find this same approval (one
+			// per run, tool and arguments): the way on is a person.
+			blk := x.refuse(use, fmt.Sprintf("This call was approved under another policy (version %q; the policy is now %q), so the approval no longer holds. Nothing was executed. Do not call it again; escalate to a person.", a.PolicyVersion, x.agent.PolicyVersion))
 			return gatedCall{use: use, result: &blk}
 		}
 	}

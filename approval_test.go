@@ -322,7 +322,7 @@ func TestApprovalDoesNotCoverAChangedPolicy(t *testing.T) {
 	if refunds, _ := f.world.counts(); refunds != 0 {
 		t.Fatalf("%d refunds under an approval of another policy version", refunds)
 	}
-	if res := f.resultsMessage(t)[1]; !res.IsError || !strings.Contains(res.Content, "does not match what was approved") {
+	if res := f.resultsMessage(t)[1]; !res.IsError || !strings.Contains(res.Content, "approved under another policy") || !strings.Contains(res.Content, "escalate to a person") {
 		t.Errorf("result %+v", res)
 	}
 }
