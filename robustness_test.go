@@ -280,6 +280,10 @@ func TestFailingPolicyPausesTheRun(t *testing.T) {
 	if !strings.Contains(got.StopDetail, "verdict") {
 		t.Errorf("stop detail %q does not say what failed", got.StopDetail)
 	}
+	var packet Escalation
+	if err := json.Unmarshal(got.Escalation, &packet); err != nil || packet.Reason != "step_failed" || packet.Detail != got.StopDetail {
+		t.Errorf("escalation packet %s (%v), want one for step_failed with the stop detail", got.Escalation, err)
+	}
 }
 
 // A released kill switch puts the runs it paused back in the queue; a

@@ -134,8 +134,16 @@ func (x *execution) pauseForFix(ctx context.Context, hook *hookError) {
 	u.StopDetail = clip(fmt.Sprintf("step %d failed in the agent's own code: %v; fix it, deploy, then resume the run (belay resume %s)",
 		x.run.Step, hook.err, x.run.ID), 2000)
 	x.events, x.outbox = nil, nil
+	// The packet tells whoever is notified of escalations; without it
+	// (the store could not be read) the run still pauses.
+	if packet, err := x.packet(ctx, u.Status, u.StopReason, u.StopDetail, nil); err == nil {
+		if raw, err := json.Marshal(packet); err == nil {
+			u.Escalation = raw
+			x.outbox = append(x.outbox, store.OutboxMessage{Kind: "escalation", Payload: raw})
+		}
+	}
 	x.emit("stop", map[string]any{"status": u.Status, "reason": u.StopReason, "detail": u.StopDetail})
-	p := store.CheckpointParams{Fence: x.fence(), Now: x.r.cfg.now(), Run: u, Events: x.events}
+	p := store.CheckpointParams{Fence: x.fence(), Now: x.r.cfg.now(), Run: u, Events: x.events, Outbox: x.outbox}
 	if err := x.r.store.Checkpoint(ctx, p); err != nil {
 		x.log().Error("pause the failed run; it is claimed again once its lease expires", "err", err)
 	}
