@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,6 +59,12 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 				Reason: d.Reason + "; it needs a person's approval and no approver is configured"}
 		}
 		decisions[i] = d
+		if tool.Effect.SideEffecting() && (d.Verdict == Allow || d.Verdict == NeedsApproval) {
+			// The calls after it in the turn are judged with it counted: a
+			// total is not escaped by asking for many small ones at once.
+			// Clipped, so no earlier call's Prior changes under it.
+			prior = append(slices.Clip(prior), PriorEffect{Tool: tool.Name, Args: use.Input})
+		}
 		switch d.Verdict {
 		case Allow:
 		case Deny:

@@ -386,26 +386,7 @@ func TestPolicyGatesOnRunTotals(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
 	w := &approvalWorld{}
-	total := func(ctx context.Context, c PolicyCall) (Decision, error) {
-		if c.Tool != "refund" {
-			return Decision{Verdict: Allow}, nil
-		}
-		sum := new(big.Rat)
-		for _, p := range append(c.Prior, PriorEffect{Tool: c.Tool, Args: c.Args}) {
-			var a struct {
-				Amount json.Number `json:"amount"`
-			}
-			if p.Tool == "refund" && json.Unmarshal(p.Args, &a) == nil {
-				if r, ok := new(big.Rat).SetString(a.Amount.String()); ok {
-					sum.Add(sum, r)
-				}
-			}
-		}
-		if sum.Cmp(big.NewRat(300, 1)) > 0 {
-			return Decision{Verdict: NeedsApproval, Reason: "refunds in this run would exceed 300", Category: "refund_total"}, nil
-		}
-		return Decision{Verdict: Allow}, nil
-	}
+	total := refundsOver300
 	m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
 		n := len(req.Messages) / 2
 		if n < 4 {
@@ -425,5 +406,67 @@ func TestPolicyGatesOnRunTotals(t *testing.T) {
 	pending, _ := st.Approvals(context.Background(), store.ListApprovalsParams{RunID: run.ID, Status: store.ApprovalPending})
 	if len(pending) != 1 || pending[0].Category != "refund_total" {
 		t.Errorf("pending %+v", pending)
+	}
+}
+
+// refundsOver300 sends to a person the refund that would take the run's
+// refunds, with the turn's earlier ones, over 300.
+func refundsOver300(ctx context.Context, c PolicyCall) (Decision, error) {
+	if c.Tool != "refund" {
+		return Decision{Verdict: Allow}, nil
+	}
+	sum := new(big.Rat)
+	for _, p := range append(c.Prior, PriorEffect{Tool: c.Tool, Args: c.Args}) {
+		var a struct {
+			Amount json.Number `json:"amount"`
+		}
+		if p.Tool == "refund" && json.Unmarshal(p.Args, &a) == nil {
+			if r, ok := new(big.Rat).SetString(a.Amount.String()); ok {
+				sum.Add(sum, r)
+			}
+		}
+	}
+	if sum.Cmp(big.NewRat(300, 1)) > 0 {
+		return Decision{Verdict: NeedsApproval, Reason: "refunds in this run would exceed 300", Category: "refund_total"}, nil
+	}
+	return Decision{Verdict: Allow}, nil
+}
+
+// The total holds within a turn too: four refunds of 100 asked for at once
+// are judged one after another, the fourth needs a person, and so none of
+// the turn runs until the person decides.
+func TestPolicyGatesOnTotalsWithinATurn(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	w := &approvalWorld{}
+	m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		if len(req.Messages) == 1 {
+			var calls []scripted.Call
+			for i := range 4 {
+				calls = append(calls, scripted.Call{Name: "refund", Args: refundArgs{ChargeID: "CH-" + string(rune('1'+i)), Amount: 100}})
+			}
+			return scripted.Reply{Calls: calls}, nil
+		}
+		return scripted.Reply{Text: "done"}, nil
+	})
+	agent := &Agent{Name: "a", Model: m, Tools: w.tools(), Policy: refundsOver300, PolicyVersion: "totals-v1"}
+	rt, err := New(Config{Store: st, Agents: []*Agent{agent}, HumanApproval: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := startAndDrain(t, rt, RunRequest{Agent: "a", User: "u", Input: "refund everything"})
+	pending, _ := st.Approvals(context.Background(), store.ListApprovalsParams{RunID: run.ID, Status: store.ApprovalPending})
+	if refunds, _ := w.counts(); refunds != 0 || run.Status != store.StatusWaitingApproval || len(pending) != 1 ||
+		!strings.Contains(string(pending[0].Args), "CH-4") {
+		t.Fatalf("%d refunds, run %s, pending %v; want none run and the fourth waiting for a person", refunds, run.Status, pending)
+	}
+	if _, err := rt.Decide(context.Background(), "default", pending[0].ID, ApprovalDecision{Verdict: "approve", By: "human:maya"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if refunds, _ := w.counts(); refunds != 4 {
+		t.Errorf("%d refunds after the approval, want the turn's 4", refunds)
 	}
 }

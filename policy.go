@@ -40,9 +40,11 @@ type PolicyCall struct {
 	// Args are the exact arguments the call would run with.
 	Args json.RawMessage
 	Run  RunInfo
-	// Prior lists the side effects the run applied before this turn, so a policy
-	// can gate on totals ("refunds in this run above 500 USD"), not only on
-	// one call: a model talked into many small refunds meets the gate too.
+	// Prior lists the side effects the run applied before this turn, and
+	// those of this turn's earlier calls that the policy let through or sent
+	// to a person, so a policy can gate on totals ("refunds in this run
+	// above 500 USD"), not only on one call: a model talked into many small
+	// refunds, at once or one after another, meets the gate too.
 	Prior []PriorEffect
 }
 

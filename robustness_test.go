@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"strings"
@@ -61,25 +60,7 @@ func TestReplayedTurnIsGatedAsTheFirstTime(t *testing.T) {
 	st := openStore(t)
 	c := newClock()
 	w := &approvalWorld{}
-	total := func(ctx context.Context, call PolicyCall) (Decision, error) {
-		if call.Tool != "refund" {
-			return Decision{Verdict: Allow}, nil
-		}
-		sum := new(big.Rat)
-		for _, p := range append(call.Prior, PriorEffect{Tool: call.Tool, Args: call.Args}) {
-			var a struct {
-				Amount json.Number `json:"amount"`
-			}
-			if p.Tool == "refund" && json.Unmarshal(p.Args, &a) == nil {
-				r, _ := new(big.Rat).SetString(a.Amount.String())
-				sum.Add(sum, r)
-			}
-		}
-		if sum.Cmp(big.NewRat(300, 1)) > 0 {
-			return Decision{Verdict: NeedsApproval, Reason: "over 300", Category: "refund_total"}, nil
-		}
-		return Decision{Verdict: Allow}, nil
-	}
+	total := refundsOver300
 	m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
 		n := len(req.Messages) / 2
 		if n < 3 { // three refunds of 100: exactly at the cap, none needs a person
