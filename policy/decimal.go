@@ -164,12 +164,23 @@ func (d decimal) rat() (*big.Rat, bool) {
 	return r, ok
 }
 
-// ratDigits is enough fractional digits to write r exactly: r is a sum of
-// decimals, so its denominator divides a power of ten.
+// ratDigits is the fractional digits that write r exactly: r is a sum of
+// decimals, so its denominator is 2^a × 5^b, and 10^max(a, b) is the
+// smallest power of ten it divides (1/8 needs three digits, 0.125, though 8
+// has one).
 func ratDigits(r *big.Rat) int {
-	n := 0
-	for d := new(big.Int).Set(r.Denom()); d.Cmp(big.NewInt(1)) > 0 && n < 1000; n++ {
-		d.Quo(d, big.NewInt(10))
+	d := new(big.Int).Set(r.Denom())
+	factor := func(p int64) int {
+		n, q, m := 0, new(big.Int), new(big.Int)
+		for n < 2000 {
+			q.QuoRem(d, big.NewInt(p), m)
+			if m.Sign() != 0 {
+				break
+			}
+			d.Set(q)
+			n++
+		}
+		return n
 	}
-	return n + 1
+	return max(factor(2), factor(5))
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -64,8 +65,9 @@ type Rule struct {
 	External *bool
 	// Field names a top-level numeric argument of the call, compared with
 	// Above, AtLeast and Below (decimal text as written; empty when unset).
-	// When the argument is missing or not a number the condition does not
-	// hold.
+	// When the argument is missing or not a number the rule cannot judge
+	// the call and fails closed: a rule that denies or asks a person
+	// applies, one that allows does not.
 	Field                 string
 	Above, AtLeast, Below string
 	// Over is what Field is taken over: "call" (default), this call's
@@ -298,13 +300,23 @@ func (f *File) Decide(call belay.PolicyCall) belay.Decision {
 	args := callArgs{raw: call.Args}
 	for i := range f.rules {
 		r := &f.rules[i]
-		if r.matches(call, &args) {
-			category := r.Category
-			if category == "" {
-				category = call.Tool
-			}
-			return belay.Decision{Verdict: r.Decision, Reason: r.Reason, Category: category, SelfApproval: r.SelfApproval}
+		matched, unjudged := r.matches(call, &args)
+		// A rule that cannot read its field (a name mistyped in the file, a
+		// tool that sends the amount as a string) fails closed: a rule that
+		// would stop the call applies, one that would let it through does
+		// not, so a typo never lets a large refund through.
+		if !matched && (!unjudged || r.Decision == belay.Allow) {
+			continue
 		}
+		category := r.Category
+		if category == "" {
+			category = call.Tool
+		}
+		reason := r.Reason
+		if unjudged {
+			reason = strings.TrimSpace(reason + fmt.Sprintf(" (the call has no number %q, so this rule cannot judge it and applies)", r.Field))
+		}
+		return belay.Decision{Verdict: r.Decision, Reason: reason, Category: category, SelfApproval: r.SelfApproval}
 	}
 	switch f.def {
 	case DefaultAllow:
@@ -328,9 +340,12 @@ func byEffect(call belay.PolicyCall) belay.Decision {
 	return belay.Decision{Verdict: belay.Allow}
 }
 
-func (r *Rule) matches(call belay.PolicyCall, args *callArgs) bool {
+// matches reports whether the rule covers call. unjudged reports a call the
+// rule covers but for its field, which the call (or, for a run total, an
+// earlier effect) does not carry as a number.
+func (r *Rule) matches(call belay.PolicyCall, args *callArgs) (matched, unjudged bool) {
 	if len(r.Tools) > 0 && !slices.Contains(r.Tools, call.Tool) {
-		return false
+		return false, false
 	}
 	if r.Effect != "" {
 		effect := call.Effect
@@ -338,25 +353,27 @@ func (r *Rule) matches(call belay.PolicyCall, args *callArgs) bool {
 			effect = belay.Read // a tool's default class
 		}
 		if effect != r.Effect {
-			return false
+			return false, false
 		}
 	}
 	if r.External != nil && call.External != *r.External {
-		return false
+		return false, false
 	}
 	if r.Field != "" {
 		v, ok := args.number(r.Field)
 		if ok && r.Over == "run" {
 			v, ok = runTotal(r.Field, call, v)
 		}
-		if !ok ||
-			r.above != nil && v.cmp(*r.above) <= 0 ||
+		if !ok {
+			return false, true
+		}
+		if r.above != nil && v.cmp(*r.above) <= 0 ||
 			r.atLeast != nil && v.cmp(*r.atLeast) < 0 ||
 			r.below != nil && v.cmp(*r.below) >= 0 {
-			return false
+			return false, false
 		}
 	}
-	return true
+	return true, false
 }
 
 // callArgs decodes a call's arguments once, when a rule first needs them.

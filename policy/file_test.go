@@ -130,19 +130,19 @@ rules:
 		{"tools list, other tool", call("payout", `{"cents": 0.25}`),
 			belay.Decision{Verdict: belay.Allow}},
 		{"missing field", call("refund", `{"amount": 24000}`),
-			belay.Decision{Verdict: belay.Allow}},
+			belay.Decision{Verdict: belay.NeedsApproval, Reason: `refunds above 50 USD need approval (the call has no number "cents", so this rule cannot judge it and applies)`, Category: "refund_large"}},
 		{"string is not a number", call("refund", `{"cents": "24000"}`),
-			belay.Decision{Verdict: belay.Allow}},
+			belay.Decision{Verdict: belay.NeedsApproval, Reason: `refunds above 50 USD need approval (the call has no number "cents", so this rule cannot judge it and applies)`, Category: "refund_large"}},
 		{"null is not a number", call("refund", `{"cents": null}`),
-			belay.Decision{Verdict: belay.Allow}},
+			belay.Decision{Verdict: belay.NeedsApproval, Reason: `refunds above 50 USD need approval (the call has no number "cents", so this rule cannot judge it and applies)`, Category: "refund_large"}},
 		{"nested field is not top-level", call("refund", `{"order": {"cents": 24000}}`),
-			belay.Decision{Verdict: belay.Allow}},
+			belay.Decision{Verdict: belay.NeedsApproval, Reason: `refunds above 50 USD need approval (the call has no number "cents", so this rule cannot judge it and applies)`, Category: "refund_large"}},
 		{"arguments not an object", call("refund", `[24000]`),
-			belay.Decision{Verdict: belay.Allow}},
+			belay.Decision{Verdict: belay.NeedsApproval, Reason: `refunds above 50 USD need approval (the call has no number "cents", so this rule cannot judge it and applies)`, Category: "refund_large"}},
 		{"arguments not JSON", call("refund", `cents=24000`),
-			belay.Decision{Verdict: belay.Allow}},
+			belay.Decision{Verdict: belay.NeedsApproval, Reason: `refunds above 50 USD need approval (the call has no number "cents", so this rule cannot judge it and applies)`, Category: "refund_large"}},
 		{"no arguments", call("refund", ``),
-			belay.Decision{Verdict: belay.Allow}},
+			belay.Decision{Verdict: belay.NeedsApproval, Reason: `refunds above 50 USD need approval (the call has no number "cents", so this rule cannot judge it and applies)`, Category: "refund_large"}},
 		{"range inside", call("discount", `{"percent": 10}`),
 			belay.Decision{Verdict: belay.NeedsApproval, Reason: "in a range", Category: "discount"}},
 		{"range above", call("discount", `{"percent": 20}`),
@@ -479,5 +479,68 @@ rules:
 	}
 	if _, err := Parse("bad.yaml", []byte("name: x\nrules:\n  - name: r\n    over: run\n    decision: deny\n")); err == nil || !strings.Contains(err.Error(), "over") {
 		t.Errorf("over without field: %v", err)
+	}
+}
+
+// A rule whose field the call does not carry as a number (mistyped in the
+// file, or sent as a string by the tool) fails closed: the rule that would
+// ask a person applies instead of falling through to one that allows, and
+// a rule that would allow does not apply.
+func TestRuleThatCannotReadItsFieldFailsClosed(t *testing.T) {
+	f, err := Parse("support.yaml", []byte(`
+name: support
+version: 2
+default: by_effect
+rules:
+  - {name: big, tool: issue_refund, field: amount, above: 50, decision: needs_approval}
+  - {name: small refunds are routine, tool: issue_refund, decision: allow}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{`{"charge_id":"CH-1","amount_usd":5000}`, `{"charge_id":"CH-1","amount":"5000"}`} {
+		if d := f.Decide(belay.PolicyCall{Tool: "issue_refund", Effect: belay.Irreversible, Args: json.RawMessage(args)}); d.Verdict != belay.NeedsApproval || !strings.Contains(d.Reason, `no number "amount"`) {
+			t.Errorf("refund %s: %+v, want needs_approval saying the rule could not read amount", args, d)
+		}
+	}
+	permissive, err := Parse("p.yaml", []byte(`
+name: p
+version: 1
+default: by_effect
+rules:
+  - {name: cheap, tool: issue_refund, field: amount, below: 10, decision: allow}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := permissive.Decide(belay.PolicyCall{Tool: "issue_refund", Effect: belay.Irreversible, Args: json.RawMessage(`{"amount_usd":5}`)}); d.Verdict != belay.NeedsApproval {
+		t.Errorf("an allow rule that cannot read its field: %+v, want the default (needs_approval for an irreversible call)", d)
+	}
+}
+
+// A run total is exact: 0.1 + 0.025 is 0.125, below 0.13, not rounded up to
+// it (the sum's eighths need three digits).
+func TestRunTotalIsExact(t *testing.T) {
+	f := mustParse(t, `
+name: p
+version: 1
+default: allow
+rules:
+  - {name: total, tool: refund, field: amount, over: run, at_least: 0.13, decision: needs_approval}
+`)
+	for _, c := range []struct {
+		prior, amount string
+		want          belay.Verdict
+	}{
+		{"0.1", "0.025", belay.Allow},
+		{"0.1", "0.03", belay.NeedsApproval},
+		{"0.0625", "0.0625", belay.Allow},
+		{"1", "2", belay.NeedsApproval},
+	} {
+		call := belay.PolicyCall{Tool: "refund", Effect: belay.Write, Args: json.RawMessage(`{"amount":` + c.amount + `}`),
+			Prior: []belay.PriorEffect{{Tool: "refund", Args: json.RawMessage(`{"amount":` + c.prior + `}`)}}}
+		if d := f.Decide(call); d.Verdict != c.want {
+			t.Errorf("%s then %s: %s, want %s", c.prior, c.amount, d.Verdict, c.want)
+		}
 	}
 }
