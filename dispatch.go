@@ -42,6 +42,9 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 			res, err = x.callTool(ctx, use)
 		}
 		if errors.Is(err, errUnknownOutcome) {
+			// The packet tells what the turn did so far, and which call's
+			// outcome is unknown.
+			x.turnResults, x.unknownCall = results, use.ID
 			return x.escalate(ctx, store.StatusPaused, "unknown_outcome", err.Error(), nil, nil)
 		}
 		if err != nil {

@@ -88,7 +88,7 @@ func (x *execution) packet(ctx context.Context, status store.Status, reason, det
 		SideEffects:     []SideEffect{},
 	}
 	results := map[string]model.Block{}
-	for _, m := range x.msgs {
+	for _, m := range append(x.msgs, model.Message{Content: x.turnResults}) {
 		for _, b := range m.Content {
 			if b.Type == model.TypeToolResult {
 				results[b.ToolUseID] = b
@@ -102,6 +102,9 @@ func (x *execution) packet(ctx context.Context, status store.Status, reason, det
 		}
 		for _, use := range model.ToolUses(m.Content) {
 			outcome := "not run"
+			if use.ID == x.unknownCall {
+				outcome = "outcome unknown: it may have happened (see its side effect)"
+			}
 			if res, ok := results[use.ID]; ok {
 				outcome = "ok: " + preview(res.Content)
 				if res.IsError {

@@ -502,3 +502,37 @@ func TestDryRunAnswerIsRedacted(t *testing.T) {
 		}
 	}
 }
+
+// An escalation in the middle of a turn tells what the turn did so far: a
+// call that ran before the one whose outcome is unknown is not "not run".
+func TestEscalationInATurnTellsWhatRan(t *testing.T) {
+	st := openStore(t)
+	refunds := 0
+	refund := NewTool("refund", "refund", Write, func(ctx context.Context, in struct {
+		ID string `json:"id"`
+	}) (string, error) {
+		refunds++
+		return "refunded", nil
+	})
+	email := NewTool("email", "email", Write, func(ctx context.Context, in struct {
+		To string `json:"to"`
+	}) (string, error) {
+		return "", ErrUnknownOutcome
+	})
+	agent := &Agent{Name: "a", Model: scripted.New(
+		scripted.Reply{Calls: []scripted.Call{{Name: "refund", Args: map[string]string{"id": "CH-1"}}, {Name: "email", Args: map[string]string{"to": "ada"}}}},
+		scripted.Reply{Text: "done"},
+	), Tools: []Tool{refund, email}}
+	run := startAndDrain(t, newRuntime(t, st, nil, agent), RunRequest{Agent: "a", User: "u", Input: "hi"})
+	var p Escalation
+	if err := json.Unmarshal(run.Escalation, &p); err != nil || run.StopReason != "unknown_outcome" || refunds != 1 {
+		t.Fatalf("run %s (%s), %d refunds, packet %s (%v)", run.Status, run.StopReason, refunds, run.Escalation, err)
+	}
+	got := map[string]string{}
+	for _, c := range p.Tried {
+		got[c.Tool] = c.Outcome
+	}
+	if !strings.HasPrefix(got["refund"], "ok: ") || !strings.HasPrefix(got["email"], "outcome unknown") {
+		t.Errorf("packet says refund %q and email %q; want the refund ok and the email's outcome unknown", got["refund"], got["email"])
+	}
+}

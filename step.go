@@ -40,6 +40,11 @@ type execution struct {
 	outbox       []store.OutboxMessage
 	// applied reports that the tool call in progress applied a side effect.
 	applied bool
+	// turnResults and unknownCall are, for an escalation in the middle of
+	// a turn, the results its calls had so far and the call whose outcome
+	// is unknown: they are in no message yet.
+	turnResults []model.Block
+	unknownCall string
 
 	// stepUnsaved reports a dispatched step whose tool results the next
 	// write makes durable; the step ends there, and its timing is observed.
