@@ -26,6 +26,9 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := db.check(); err != nil {
+		return usageError{"backup: " + err.Error()}
+	}
 	switch {
 	case len(pos) != 1:
 		return usageError{"backup: want the path of the new file (usage: belay backup [--db PATH] FILE)"}

@@ -130,10 +130,9 @@ func dbFlag(fs *flag.FlagSet) *storeTarget {
 	if def == "" {
 		def = "belay.db"
 	}
-	t := &storeTarget{}
-	fs.StringVar(&t.path, "db", def, "path of the SQLite database (or $BELAY_DB)")
-	fs.StringVar(&t.url, "database-url", os.Getenv("BELAY_DATABASE_URL"),
-		"PostgreSQL URL, instead of --db (or $BELAY_DATABASE_URL)")
+	t := &storeTarget{path: def, url: os.Getenv("BELAY_DATABASE_URL")}
+	fs.Var(targetFlag{t: t}, "db", "path of the SQLite database (or $BELAY_DB; given, it wins over $BELAY_DATABASE_URL)")
+	fs.Var(targetFlag{t: t, url: true}, "database-url", "PostgreSQL URL, instead of --db (or $BELAY_DATABASE_URL)")
 	fs.StringVar(&t.schema, "schema", "", "with --database-url, the schema of Belay's tables (default belay)")
 	return t
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/postgres"
@@ -35,6 +37,48 @@ type storeTarget struct {
 	url  string
 	// schema is the PostgreSQL schema; empty for the store's default.
 	schema string
+	// pathSet and urlSet report the flags given on the command line: a
+	// flag given wins over the other's environment variable, and both
+	// given is an error.
+	pathSet, urlSet bool
+}
+
+// targetFlag is --db or --database-url: setting it also records that it
+// was given.
+type targetFlag struct {
+	t   *storeTarget
+	url bool
+}
+
+func (f targetFlag) String() string {
+	if f.t == nil {
+		return ""
+	}
+	if f.url {
+		return redactURL(f.t.url)
+	}
+	return f.t.path
+}
+
+func (f targetFlag) Set(s string) error {
+	if f.url {
+		f.t.url, f.t.urlSet = s, true
+	} else {
+		f.t.path, f.t.pathSet = s, true
+	}
+	return nil
+}
+
+// check resolves the flags against the environment: --db given means the
+// SQLite file even when $BELAY_DATABASE_URL is set.
+func (t *storeTarget) check() error {
+	switch {
+	case t.pathSet && t.urlSet:
+		return errors.New("both --db and --database-url given: name one store")
+	case t.pathSet:
+		t.url = ""
+	}
+	return nil
 }
 
 // String is the flag that names the target, for messages that tell a user
@@ -56,6 +100,9 @@ func (t *storeTarget) Name() string {
 
 // open opens the target, creating a SQLite file that does not exist.
 func (t *storeTarget) open(ctx context.Context) (store.Store, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
 	if t.url != "" {
 		s, err := postgres.Open(ctx, t.url, postgres.Config{Schema: t.schema})
 		if err != nil {
@@ -70,20 +117,33 @@ func (t *storeTarget) open(ctx context.Context) (store.Store, error) {
 // read use it, so a mistyped --db is an error instead of a new, empty
 // database.
 func (t *storeTarget) openExisting(ctx context.Context) (store.Store, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
 	if t.url != "" {
 		return t.open(ctx)
 	}
 	return openExistingStore(ctx, t.path)
 }
 
-// redactURL drops the password from a database URL.
+// redactURL drops the password from a database URL, in its user part or
+// as a password parameter, or from a keyword/value string ("host=... password=...").
 func redactURL(raw string) string {
+	if !strings.Contains(raw, "://") {
+		return keywordPassword.ReplaceAllString(raw, "password=xxxxx")
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparseable database URL)"
 	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
 	return u.Redacted()
 }
+
+var keywordPassword = regexp.MustCompile(`password\s*=\s*('(\\.|[^'])*'|\S*)`)
 
 // openExistingStore opens a store that must already exist. Commands that
 // only read use it, so a mistyped --db is an error instead of a new, empty

@@ -123,3 +123,38 @@ func TestOpenStoreNotBelay(t *testing.T) {
 		t.Fatalf("got error %v, want one naming the file", err)
 	}
 }
+
+// --db given on the command line names the store even when
+// $BELAY_DATABASE_URL is set (the README has users export it), and both
+// flags given is an error, not a guess.
+func TestDBFlagWinsOverTheURLInTheEnvironment(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "belay.db")
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), []string{"start", "--db", db, "--user", "ada", "--request-id", "T-1", "--input", "hello"}, &out, &errb); err != nil {
+		t.Fatalf("start: %v\n%s", err, errb.String())
+	}
+	t.Setenv("BELAY_DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	out.Reset()
+	if err := run(t.Context(), []string{"runs", "--db", db}, &out, &errb); err != nil || !strings.Contains(out.String(), "queued") {
+		t.Errorf("runs --db with $BELAY_DATABASE_URL set: %v\n%s", err, out.String())
+	}
+	err := run(t.Context(), []string{"runs", "--db", db, "--database-url", "postgres://nobody@127.0.0.1:1/none"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "both --db and --database-url") {
+		t.Errorf("runs with both flags: %v, want an error naming both", err)
+	}
+}
+
+// A password never reaches a message, wherever the connection string
+// carries it.
+func TestRedactURLHidesEveryPassword(t *testing.T) {
+	for _, raw := range []string{
+		"postgres://postgres:hunter2@127.0.0.1:5432/test",
+		"postgres://postgres@127.0.0.1:5432/test?sslmode=disable&password=hunter2",
+		"host=127.0.0.1 user=postgres password=hunter2 dbname=test",
+		"host=127.0.0.1 password='hunter2 with spaces' dbname=test",
+	} {
+		if got := redactURL(raw); strings.Contains(got, "hunter2") {
+			t.Errorf("redactURL(%q) = %q", raw, got)
+		}
+	}
+}

@@ -100,6 +100,9 @@ func (s *crashAtUnknownStore) Checkpoint(ctx context.Context, p store.Checkpoint
 // openSupport opens the support desk's world (DB + .world unless given) and
 // its agent, with the policy file if one is given.
 func openSupport(ctx context.Context, cmd string, db *storeTarget, worldPath, policyPath string) (*support.World, *belay.Agent, error) {
+	if err := db.check(); err != nil {
+		return nil, nil, usageError{cmd + ": " + err.Error()}
+	}
 	if worldPath == "" {
 		if db.url != "" {
 			return nil, nil, usageError{cmd + ": with --database-url, pass --world PATH for the support world's database"}
