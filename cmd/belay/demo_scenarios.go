@@ -111,8 +111,19 @@ func runGuardScenario(ctx context.Context, sc guardScenario, rt *belay.Runtime, 
 	if run.Escalation != nil {
 		summary.Escalation = run.Escalation
 	}
+	failed := func() error {
+		if run.Status != sc.want {
+			return fmt.Errorf("demo run ended %s (%s), want %s", run.Status, run.StopReason, sc.want)
+		}
+		return nil
+	}
 	if quiet {
-		return printJSON(stdout, summary)
+		// The summary goes out either way; the exit status says whether
+		// the scenario held.
+		if err := printJSON(stdout, summary); err != nil {
+			return err
+		}
+		return failed()
 	}
 	say("")
 	if run.Escalation != nil {
@@ -125,8 +136,5 @@ func runGuardScenario(ctx context.Context, sc guardScenario, rt *belay.Runtime, 
 	say("  side effects  %d refund, %d email, %d CRM note", counts.Refunds, counts.Emails, counts.Notes)
 	say("")
 	say("look closer:  go run ./cmd/belay show %s --db %s", run.ID, summary.DB)
-	if run.Status != sc.want {
-		return fmt.Errorf("demo run ended %s (%s), want %s", run.Status, run.StopReason, sc.want)
-	}
-	return nil
+	return failed()
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,5 +59,54 @@ func TestDemoGuardScenarios(t *testing.T) {
 				t.Errorf("budget scenario: %d resumes, escalation %+v", got.Resumes, got.Escalation)
 			}
 		})
+	}
+}
+
+// The crash demo, run as a user runs it: the belay binary, whose worker
+// processes it starts and kills. It holds (one refund, one crash, one
+// resume, done) and says so with its exit status; run again on the same
+// database it refuses, rather than show a crash that did not happen.
+func TestCrashDemoHoldsAndIsNotRepeatedOnItsDatabase(t *testing.T) {
+	bin := belayBinary(t)
+	db := filepath.Join(t.TempDir(), "belay.db")
+	demo := exec.Command(bin, "demo", "--json", "--yes", "--db", db)
+	demo.Env = append(os.Environ(), "BELAY_DATABASE_URL=")
+	out, err := demo.Output()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	var got struct {
+		Status      string         `json:"status"`
+		Crashes     int            `json:"crashes"`
+		Resumes     int            `json:"resumes"`
+		SideEffects map[string]int `json:"side_effects"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("summary %q: %v", out, err)
+	}
+	if got.Status != "done" || got.Crashes != 1 || got.Resumes != 1 || got.SideEffects["refunds"] != 1 {
+		t.Errorf("summary %+v, want done after one crash and one resume, one refund", got)
+	}
+	again := exec.Command(bin, "demo", "--json", "--yes", "--db", db)
+	again.Env = demo.Env
+	out, err = again.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "already holds the demo's run") {
+		t.Errorf("demo again on its database: %v\n%s\nwant a refusal naming the run", err, out)
+	}
+}
+
+// A scenario that does not end as it must fails the command with --json
+// too: the summary is printed, and the exit status says it did not hold.
+func TestDemoJSONFailsWhenTheScenarioDoesNotHold(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "deny.yaml")
+	if err := os.WriteFile(policy, []byte("name: deny\nversion: 1\ndefault: by_effect\nrules:\n  - {name: no refunds, tool: issue_refund, decision: deny}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"demo", "--scenario", "budget", "--policy", policy, "--json", "--db", filepath.Join(dir, "belay.db")}, &out, &errb)
+	if err == nil || !json.Valid(out.Bytes()) {
+		t.Errorf("budget scenario with refunds denied: err %v, summary %q; want the summary and an error", err, out.String())
 	}
 }
