@@ -13,9 +13,15 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-// openAccess opens a store for the server's credentials and webhooks.
-func (t *storeTarget) openAccess(ctx context.Context) (store.AccessStore, error) {
-	s, err := t.open(ctx)
+// openAccess opens a store for the server's credentials and webhooks. Only
+// a command that sets a store up (serve, the first key) may create it: the
+// others would read or change a new, empty file a mistyped --db named.
+func (t *storeTarget) openAccess(ctx context.Context, create bool) (store.AccessStore, error) {
+	open := t.openExisting
+	if create {
+		open = t.open
+	}
+	s, err := open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +72,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *tenant == "" && sub != "list" {
 		return usageError{"keys " + sub + ": --tenant is required"}
 	}
-	st, err := db.openAccess(ctx)
+	st, err := db.openAccess(ctx, sub == "create")
 	if err != nil {
 		return err
 	}
@@ -161,7 +167,7 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *tenant == "" {
 		return usageError{"webhooks " + sub + ": --tenant is required"}
 	}
-	st, err := db.openAccess(ctx)
+	st, err := db.openAccess(ctx, false)
 	if err != nil {
 		return err
 	}

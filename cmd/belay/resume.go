@@ -71,6 +71,10 @@ func runKillSwitch(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageError{err.Error()}
 	}
+	if fs.NArg() > 0 {
+		// "killswitch on acme" would otherwise engage every tenant's.
+		return usageError{fmt.Sprintf("killswitch: unexpected %q (name a tenant with --tenant); %s", fs.Arg(0), usage)}
+	}
 	st, err := db.openExisting(ctx)
 	if err != nil {
 		return err

@@ -60,7 +60,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		keep = k
 	}
-	st, err := db.openAccess(ctx)
+	st, err := db.openAccess(ctx, true)
 	if err != nil {
 		return err
 	}

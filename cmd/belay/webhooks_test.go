@@ -12,6 +12,10 @@ import (
 func TestWebhooksAddDestinations(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "belay.db")
+	// The first key sets the store up; webhooks add needs one.
+	if out, err := belayCmd(t, "keys", "create", "--db", db, "--tenant", "acme", "--role", "admin", "--name", "ops"); err != nil {
+		t.Fatalf("keys create: %v\n%s", err, out)
+	}
 	add := func(args ...string) (string, error) {
 		return belayCmd(t, append([]string{"webhooks", "add", "--db", db, "--tenant", "acme", "--json"}, args...)...)
 	}
