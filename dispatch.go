@@ -25,9 +25,21 @@ var errUnknownOutcome = errors.New("outcome unknown")
 // next write, with the next model response, makes the step durable.
 func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 	uses := model.ToolUses(turn.Content)
-	calls, err := x.gate(ctx, uses)
-	if err != nil {
-		return err
+	var calls []gatedCall
+	if x.guard.CutOff == len(x.msgs) {
+		// The turn ran out of output tokens: its calls' arguments may be
+		// cut short, and a call run with what is left could act on far
+		// more than asked (a filter emptied to {}).
+		x.guard.CutOff = 0
+		for _, use := range uses {
+			blk := x.refuse(use, "This call was cut off by the output token limit before its arguments were complete. Nothing was executed. Call it again, with shorter arguments or fewer calls in one turn.")
+			calls = append(calls, gatedCall{use: use, result: &blk})
+		}
+	} else {
+		var err error
+		if calls, err = x.gate(ctx, uses); err != nil {
+			return err
+		}
 	}
 	results := make([]model.Block, 0, len(uses))
 	stuck := false

@@ -59,6 +59,11 @@ type guardState struct {
 	// Facts holds fingerprints of the latest results that were new to the
 	// run; a result already among them is not progress.
 	Facts []string `json:"facts,omitempty"`
+	// CutOff is the index, plus one, of an assistant message whose output
+	// ran into the token limit while it had tool calls: their arguments may
+	// be incomplete (a provider's stream may even close them as {}), so
+	// none of them runs. Zero is none.
+	CutOff int `json:"cut_off,omitempty"`
 }
 
 // factMemory bounds Facts: a result seen more than this many new facts ago

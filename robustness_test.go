@@ -536,3 +536,26 @@ func TestEscalationInATurnTellsWhatRan(t *testing.T) {
 		t.Errorf("packet says refund %q and email %q; want the refund ok and the email's outcome unknown", got["refund"], got["email"])
 	}
 }
+
+// A turn that ran out of output tokens in the middle of a tool call runs
+// none of its calls: the arguments may be cut short (a provider's stream
+// closes them as {}), and the model is told to call again.
+func TestCutOffTurnRunsNoCall(t *testing.T) {
+	st := openStore(t)
+	ran := 0
+	closeAll := NewTool("close_tickets", "close tickets", Write, func(ctx context.Context, in struct {
+		IDs []string `json:"ticket_ids,omitempty"`
+	}) (string, error) {
+		ran++
+		return "closed", nil
+	})
+	agent := &Agent{Name: "a", Model: scripted.New(
+		scripted.Reply{Calls: []scripted.Call{{Name: "close_tickets", Args: map[string]any{}}}, StopReason: model.StopMaxTokens},
+		scripted.Reply{Text: "done"},
+	), Tools: []Tool{closeAll}}
+	run := startAndDrain(t, newRuntime(t, st, nil, agent), RunRequest{Agent: "a", User: "u", Input: "close T-1"})
+	msgs := loadMessages(t, st, run.ID)
+	if ran != 0 || run.Status != store.StatusDone || !msgs[2].Content[0].IsError || !strings.Contains(msgs[2].Content[0].Content, "cut off") {
+		t.Errorf("tool ran %d times, run %s, result %+v; want no run and the model told its call was cut off", ran, run.Status, msgs[2].Content[0])
+	}
+}

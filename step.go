@@ -351,6 +351,9 @@ func (x *execution) think(ctx context.Context) error {
 	}
 	x.emit("model_call", data)
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleAssistant, Content: resp.Content})
+	if resp.StopReason == model.StopMaxTokens && len(data.ToolCalls) > 0 {
+		x.guard.CutOff = len(x.msgs)
+	}
 	return x.write(ctx, nil)
 }
 

@@ -31,6 +31,9 @@ type Reply struct {
 	Content []model.Block
 	// Err, if set, is returned instead of a response.
 	Err error
+	// StopReason, if set, is the response's; by default end_turn, or
+	// tool_use when there are calls.
+	StopReason model.StopReason
 }
 
 // Call is one tool call of a reply.
@@ -122,6 +125,9 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	stop := model.StopEndTurn
 	if len(model.ToolUses(content)) > 0 {
 		stop = model.StopToolUse
+	}
+	if reply.StopReason != "" {
+		stop = reply.StopReason
 	}
 	return model.Response{Content: content, StopReason: stop, Usage: model.Usage{
 		InputTokens: InputTokens(req), OutputTokens: tokens(blockBytes(content)),
