@@ -45,7 +45,12 @@ func (m *Model) classify(ctx context.Context, err error) error {
 		if apiErr.Response != nil {
 			h = apiErr.Response.Header
 		}
-		return m.errs.HTTP(apiErr.StatusCode, h, h.Get("x-request-id"), msg)
+		e := m.errs.HTTP(apiErr.StatusCode, h, h.Get("x-request-id"), msg)
+		if quotaSpent(apiErr.Code + " " + apiErr.Type) {
+			// A 429 that no wait cures: the account's credit is spent.
+			e.Class = model.ClassBadRequest
+		}
+		return e
 	case errors.As(err, &streamErr):
 		// An error in a stream that had begun with 200 OK: its type or
 		// code is all there is to go on.
@@ -65,9 +70,17 @@ func (m *Model) classify(ctx context.Context, err error) error {
 	return m.errs.Network(err)
 }
 
+// quotaSpent reports an error code or type that says the account has no
+// credit left (OpenAI answers it with 429, as it does a rate limit).
+func quotaSpent(kind string) bool {
+	return strings.Contains(kind, "insufficient_quota") || strings.Contains(kind, "billing_hard_limit")
+}
+
 // classOfKind classes a stream's error event by its code and type.
 func classOfKind(kind string) model.ErrorClass {
 	switch {
+	case quotaSpent(kind):
+		return model.ClassBadRequest
 	case strings.Contains(kind, "rate_limit"):
 		return model.ClassRateLimited
 	case strings.Contains(kind, "overloaded"):

@@ -90,3 +90,19 @@ func TestUnansweredCalls(t *testing.T) {
 		return New(Config{Model: "qwen-test", APIKey: key, BaseURL: baseURL + "/v1", MaxRetries: -1, Timeout: timeout})
 	})
 }
+
+// An account out of credit is told apart from a rate limit, though both
+// are 429: waiting does not cure it, so the run fails with the reason
+// instead of pausing and retrying for ever.
+func TestQuotaSpentIsNotTransient(t *testing.T) {
+	api := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`))
+	})
+	_, err := api.model(t, nil).Generate(context.Background(), firstRequest)
+	me, ok := model.ClassOf(err)
+	if !ok || me.Transient() || !strings.Contains(err.Error(), "quota") {
+		t.Fatalf("error %v (class %v): want a lasting error that names the quota", err, me)
+	}
+}
