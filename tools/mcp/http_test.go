@@ -1,16 +1,20 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/belayrun/belay"
@@ -356,5 +360,39 @@ func TestClosedClient(t *testing.T) {
 	}
 	if _, err := c.Tools(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Errorf("Tools after Close: err = %v, want ErrClosed", err)
+	}
+}
+
+// A 503 without Retry-After, as a proxy answers when the server behind it
+// died after reading the request, is no refusal: the irreversible call may
+// have run, so it is an unknown outcome, not retried.
+func TestHTTPProxy503AfterTheServerRanIsUnknown(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	s := newTestServer(rec, false)
+	inner := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Method == http.MethodPost && bytes.Contains(body, []byte(`"tools/call"`)) {
+			inner.ServeHTTP(httptest.NewRecorder(), r) // the tool runs; its answer is lost
+			http.Error(w, "upstream connect error or disconnect/reset before headers", http.StatusServiceUnavailable)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		for ss := range s.Sessions() {
+			_ = ss.Close()
+		}
+	})
+	tools := toolsOf(t, connect(t, Server{Name: "shop", URL: srv.URL}))
+	_, err := call(t, tools["refund"], `{"id":"A-1"}`)
+	if isTransient(err) || !errors.Is(err, belay.ErrUnknownOutcome) {
+		t.Errorf("refund answered 503 by a proxy after the server ran it: %v, want an unknown outcome", err)
+	}
+	if n := len(rec.all()); n != 1 {
+		t.Errorf("the server ran %d refunds, want 1", n)
 	}
 }

@@ -135,7 +135,11 @@ func (t trackingRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		if errors.As(err, &op) && op.Op == "dial" {
 			d.refuse()
 		}
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+	case resp.StatusCode == http.StatusTooManyRequests,
+		resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
+		// A 503 without Retry-After is no refusal: a proxy before a server
+		// that died after reading the request answers so (Envoy's "reset
+		// before headers"), and the call may have run.
 		d.refuseBusy(parseRetryAfter(resp.Header.Get("Retry-After")))
 	case resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "":
 		// The server no longer knows the session (it restarted): it
