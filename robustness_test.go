@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -557,5 +558,74 @@ func TestCutOffTurnRunsNoCall(t *testing.T) {
 	msgs := loadMessages(t, st, run.ID)
 	if ran != 0 || run.Status != store.StatusDone || !msgs[2].Content[0].IsError || !strings.Contains(msgs[2].Content[0].Content, "cut off") {
 		t.Errorf("tool ran %d times, run %s, result %+v; want no run and the model told its call was cut off", ran, run.Status, msgs[2].Content[0])
+	}
+}
+
+// A run of an agent with no requirements ends done, but does not say it
+// was verified: nothing looked at the world.
+func TestDoneWithoutRequirementsIsNotCalledVerified(t *testing.T) {
+	st := openStore(t)
+	agent := &Agent{Name: "a", Model: scripted.New(scripted.Reply{Text: "I refunded you."})}
+	run := startAndDrain(t, newRuntime(t, st, nil, agent), RunRequest{Agent: "a", User: "u", Input: "refund me"})
+	if run.Status != store.StatusDone || run.StopReason != "no_requirements" {
+		t.Errorf("run %s (%s), want done with stop reason no_requirements", run.Status, run.StopReason)
+	}
+	withCheck := &Agent{Name: "b", Model: scripted.New(scripted.Reply{Text: "I refunded you."}),
+		Requirements: []Requirement{{Name: "refunded", Check: func(context.Context, RunInfo) (bool, error) { return true, nil }}}}
+	run = startAndDrain(t, newRuntime(t, st, nil, withCheck), RunRequest{Agent: "b", User: "u", Input: "refund me"})
+	if run.Status != store.StatusDone || run.StopReason != "verified" {
+		t.Errorf("run with its requirement met: %s (%s), want done, verified", run.Status, run.StopReason)
+	}
+}
+
+// An empty answer is billed and counted like any other.
+func TestEmptyResponseIsCounted(t *testing.T) {
+	st := openStore(t)
+	empty := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		return scripted.Reply{Content: []model.Block{}}, nil
+	})
+	agent := &Agent{Name: "a", Model: empty}
+	run := startAndDrain(t, newRuntime(t, st, nil, agent), RunRequest{Agent: "a", User: "u", Input: "hi"})
+	if run.StopReason != "empty_response" || run.ModelCalls != 1 || run.InputTokens == 0 {
+		t.Errorf("run %s (%s): %d model calls, %d input tokens; want the empty call counted", run.Status, run.StopReason, run.ModelCalls, run.InputTokens)
+	}
+}
+
+// eventLog is an Observer that keeps the types of the events it is told.
+type eventLog struct {
+	mu    sync.Mutex
+	types []string
+}
+
+func (l *eventLog) Event(_ ObservedRun, ev store.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.types = append(l.types, ev.Type)
+}
+func (l *eventLog) Checkpoint(ObservedRun, time.Duration) {}
+
+// The observer (traces, metrics) hears of every durable event, those of a
+// pause for a failed step and of a release included: a span left open
+// there was reused by the run's next step.
+func TestObserverHearsPausesAndReleases(t *testing.T) {
+	st := openStore(t)
+	log := &eventLog{}
+	agent := &Agent{Name: "a", Model: scripted.New(scripted.Reply{Calls: []scripted.Call{{Name: "lookup", Args: map[string]string{"id": "A-1"}}}}),
+		Tools: []Tool{lookupTool()}, PolicyVersion: "p1",
+		Policy: func(context.Context, PolicyCall) (Decision, error) { return Decision{}, nil }}
+	rt, err := New(Config{Store: st, Agents: []*Agent{agent}, Observer: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := rt.StartRun(context.Background(), RunRequest{Agent: "a", User: "u", Input: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rt.Drain(context.Background())
+	stored := eventTypes(t, st, run.ID)
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if stored[len(stored)-1] != "stop" || !slices.Contains(log.types, "stop") {
+		t.Errorf("stored %v, observed %v: want the pause's stop event observed", stored, log.types)
 	}
 }

@@ -151,6 +151,19 @@ func (x *execution) pauseForFix(ctx context.Context, hook *hookError) {
 	p := store.CheckpointParams{Fence: x.fence(), Now: x.r.cfg.now(), Run: u, Events: x.events, Outbox: x.outbox}
 	if err := x.r.store.Checkpoint(ctx, p); err != nil {
 		x.log().Error("pause the failed run; it is claimed again once its lease expires", "err", err)
+		return
+	}
+	x.observe(p.Events)
+}
+
+// observe tells the runtime's observer (traces, metrics) of events a write
+// other than write made durable.
+func (x *execution) observe(events []store.Event) {
+	if obs := x.r.cfg.Observer; obs != nil {
+		who := x.observed()
+		for _, ev := range events {
+			obs.Event(who, ev)
+		}
 	}
 }
 
@@ -325,15 +338,16 @@ func (x *execution) think(ctx context.Context) error {
 		}
 		return x.modelFailed(ctx, err)
 	}
-	if len(resp.Content) == 0 {
-		return x.stop(ctx, store.StatusFailed, "empty_response", "the model returned no content")
-	}
+	// An empty answer is billed too.
 	price, _ := x.agent.Prices.Lookup(used.Name())
 	cost := price.Cost(resp.Usage)
 	x.run.InputTokens += resp.Usage.InputTokens
 	x.run.OutputTokens += resp.Usage.OutputTokens
 	x.run.ModelCalls++
 	x.run.CostNanoUSD += int64(cost)
+	if len(resp.Content) == 0 {
+		return x.stop(ctx, store.StatusFailed, "empty_response", "the model returned no content")
+	}
 
 	text := model.JoinText(resp.Content)
 	planChanged := x.plan.update(text)
@@ -436,6 +450,11 @@ func (x *execution) finish(ctx context.Context, last model.Message) error {
 		return x.escalate(ctx, store.StatusEscalated, "approval_expired",
 			"no one decided in time: "+strings.Join(what, "; "), nil, nil)
 	}
+	if len(x.agent.Requirements) == 0 {
+		// Said as it is: nothing looked at the world.
+		return x.stop(ctx, store.StatusDone, "no_requirements",
+			"the agent declares no requirements, so no code checked the world: the run is done on the model's word")
+	}
 	return x.stop(ctx, store.StatusDone, "verified", "")
 }
 
@@ -492,9 +511,13 @@ func (x *execution) release(ctx context.Context) {
 	x.events, x.outbox = nil, nil
 	x.emit("released", map[string]any{"epoch": x.run.LeaseEpoch})
 	p := store.CheckpointParams{Fence: x.fence(), Now: x.r.cfg.now(), Run: u, Events: x.events}
-	if err := x.r.store.Checkpoint(ctx, p); err != nil && !errors.Is(err, store.ErrLeaseLost) {
-		x.log().Warn("release the run; another worker takes it once its lease expires", "err", err)
+	if err := x.r.store.Checkpoint(ctx, p); err != nil {
+		if !errors.Is(err, store.ErrLeaseLost) {
+			x.log().Warn("release the run; another worker takes it once its lease expires", "err", err)
+		}
+		return
 	}
+	x.observe(p.Events)
 }
 
 type writeOption func(*store.CheckpointParams)

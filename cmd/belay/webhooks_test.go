@@ -67,6 +67,9 @@ func TestWebhooksAddDestinations(t *testing.T) {
 func TestFlagsAfterTheArgument(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "belay.db")
+	if out, err := belayCmd(t, "keys", "create", "--db", db, "--tenant", "acme", "--role", "admin", "--name", "ops"); err != nil {
+		t.Fatalf("keys create: %v\n%s", err, out)
+	}
 	out, err := belayCmd(t, "webhooks", "add", "https://example.com/hook", "--db", db, "--tenant", "acme", "--json")
 	if err != nil {
 		t.Fatal(err)
