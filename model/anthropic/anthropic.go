@@ -56,8 +56,9 @@ type Config struct {
 	// for load or connection reasons before Generate returns the error.
 	// Default 2; negative means no retries.
 	MaxRetries int
-	// Timeout bounds one attempt, reading the whole stream included.
-	// Default 120s.
+	// Timeout bounds a call, its retries and the reading of the whole
+	// stream included. Default 120s. A call that runs out of it is not
+	// sent again: the provider may be answering it, and bills for it.
 	Timeout time.Duration
 	// DisableStreaming sends requests without streaming. By default the
 	// response is streamed and accumulated with the SDK's accumulator, so a
@@ -124,7 +125,6 @@ type Model struct {
 	client   sdk.Client
 	thinking sdk.ThinkingConfigParamUnion
 	stream   bool
-	retries  int
 	timeout  time.Duration
 	// errs makes the errors of failed calls, the API key struck from them.
 	errs httperr.Provider
@@ -143,7 +143,9 @@ func New(cfg Config) (*Model, error) {
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithMaxRetries(cfg.MaxRetries),
-		option.WithRequestTimeout(cfg.Timeout),
+		// No per-attempt timeout: the SDK sends an attempt that ran out of
+		// one again. Generate bounds the call with its context instead,
+		// which the SDK does not retry.
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
@@ -158,7 +160,6 @@ func New(cfg Config) (*Model, error) {
 		name:    cfg.Model,
 		client:  sdk.NewClient(opts...),
 		stream:  !cfg.DisableStreaming,
-		retries: cfg.MaxRetries,
 		timeout: cfg.Timeout,
 		errs:    httperr.Provider{Name: "anthropic", Key: cfg.APIKey},
 	}
@@ -178,7 +179,7 @@ func (m *Model) Name() string { return m.name }
 // the attempts the SDK makes. The SDK's waits between attempts are not
 // counted.
 func (m *Model) MaxCallDuration() time.Duration {
-	return m.timeout * time.Duration(m.retries+1)
+	return m.timeout
 }
 
 // Generate sends req to the Messages API.
@@ -199,13 +200,17 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		Tools:     toolParams(req.Tools),
 		Thinking:  m.thinking,
 	}
+	call, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
 	var msg *sdk.Message
 	if m.stream {
-		msg, err = m.streamed(ctx, params)
+		msg, err = m.streamed(call, params)
 	} else {
-		msg, err = m.client.Messages.New(ctx, params)
+		msg, err = m.client.Messages.New(call, params)
 	}
 	if err != nil {
+		// Classified by the caller's context: a call that ran out of its
+		// own time is an answer lost, not a cancellation.
 		return model.Response{}, m.classify(ctx, err)
 	}
 	content, err := fromContent(msg.Content)

@@ -461,9 +461,9 @@ func TestMaxCallDuration(t *testing.T) {
 		timeout time.Duration
 		want    time.Duration
 	}{
-		{0, 0, 3 * 120 * time.Second},
+		{0, 0, 120 * time.Second},
 		{-1, 30 * time.Second, 30 * time.Second},
-		{4, 10 * time.Second, 50 * time.Second},
+		{4, 10 * time.Second, 10 * time.Second}, // the timeout bounds the retries too
 	} {
 		m, err := New(Config{Model: "claude-test", APIKey: testKey, MaxRetries: tc.retries, Timeout: tc.timeout})
 		if err != nil {
@@ -551,5 +551,28 @@ func golden(t *testing.T, name string, body []byte) {
 	mustUnmarshal(t, data, &want)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("request differs from %s:\n%s", path, body)
+	}
+}
+
+// A call that runs out of its time is not sent again: the provider may be
+// answering it, and bills for every copy. (With the timeout per attempt,
+// the SDK sent three.)
+func TestTimedOutCallIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	for _, streaming := range []bool{false, true} {
+		api := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+			}
+		})
+		m := api.model(t, func(c *Config) { c.Timeout = 100 * time.Millisecond; c.DisableStreaming = !streaming })
+		_, err := m.Generate(context.Background(), firstRequest)
+		if me, ok := model.ClassOf(err); !ok || me.Class != model.ClassNetwork {
+			t.Errorf("streaming %v: %v, want a network error (the answer never came)", streaming, err)
+		}
+		if n := api.count(); n != 1 {
+			t.Errorf("streaming %v: the server received %d copies of one call", streaming, n)
+		}
 	}
 }
