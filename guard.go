@@ -64,6 +64,10 @@ type guardState struct {
 	// be incomplete (a provider's stream may even close them as {}), so
 	// none of them runs. Zero is none.
 	CutOff int `json:"cut_off,omitempty"`
+	// ModelFailures counts the model calls in a row that failed for a
+	// reason waiting may cure (load, a lost connection): the run waits
+	// longer after each, and a person is asked after maxModelFailures.
+	ModelFailures int `json:"model_failures,omitempty"`
 }
 
 // factMemory bounds Facts: a result seen more than this many new facts ago

@@ -629,3 +629,38 @@ func TestObserverHearsPausesAndReleases(t *testing.T) {
 		t.Errorf("stored %v, observed %v: want the pause's stop event observed", stored, log.types)
 	}
 }
+
+// A model that keeps failing for a reason waiting may cure (its answer lost
+// on the way, say, and billed all the same) is called again after waits that
+// double, and after maxModelFailures in a row the run waits for a person.
+func TestFailingModelBacksOffThenWaitsForAPerson(t *testing.T) {
+	st := openStore(t)
+	c := newClock()
+	calls := 0
+	lost := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		calls++
+		return scripted.Reply{Err: &model.Error{Class: model.ClassNetwork, Err: errors.New("stream cut short")}}, nil
+	})
+	rt := newRuntime(t, st, c, &Agent{Name: "a", Model: lost})
+	run, _, err := rt.StartRun(context.Background(), RunRequest{Agent: "a", User: "u", Input: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waits []time.Duration
+	for range maxModelFailures + 2 {
+		_ = rt.Drain(context.Background())
+		got, _ := st.GetRun(context.Background(), "", run.ID)
+		if got.ResumeAfter.IsZero() {
+			break
+		}
+		waits = append(waits, got.ResumeAfter.Sub(c.Now()))
+		c.Advance(got.ResumeAfter.Sub(c.Now()))
+	}
+	got, _ := st.GetRun(context.Background(), "", run.ID)
+	if calls != maxModelFailures || got.Status != store.StatusPaused || got.StopReason != "model_unavailable" || len(got.Escalation) == 0 {
+		t.Fatalf("%d calls, run %s (%s); want %d calls, then paused for a person with a packet", calls, got.Status, got.StopReason, maxModelFailures)
+	}
+	if waits[0] != modelRetryBase || waits[1] != 2*modelRetryBase || waits[len(waits)-1] != modelRetryMax {
+		t.Errorf("waits %v: want %v doubling up to %v", waits, modelRetryBase, modelRetryMax)
+	}
+}

@@ -338,6 +338,7 @@ func (x *execution) think(ctx context.Context) error {
 		}
 		return x.modelFailed(ctx, err)
 	}
+	x.guard.ModelFailures = 0
 	// An empty answer is billed too.
 	price, _ := x.agent.Prices.Lookup(used.Name())
 	cost := price.Cost(resp.Usage)
@@ -393,15 +394,31 @@ func (x *execution) dryRunPlan() string {
 // modelFailed handles a model call that failed after the SDK's own retries:
 // load-related failures pause the run until later; a bad request fails it,
 // since sending it again cannot help.
+// A run whose model call failed for a reason waiting may cure waits
+// modelRetryBase, twice as long after each failure in a row up to
+// modelRetryMax, and after maxModelFailures in a row waits for a person.
+const (
+	modelRetryBase   = 15 * time.Second
+	modelRetryMax    = 10 * time.Minute
+	maxModelFailures = 12
+)
+
 func (x *execution) modelFailed(ctx context.Context, err error) error {
 	me, ok := model.ClassOf(err)
 	if !ok || !me.Transient() {
 		return x.stop(ctx, store.StatusFailed, "model_error", err.Error())
 	}
-	wait := me.RetryAfter
-	if wait <= 0 {
-		wait = 15 * time.Second
+	// A call that failed may still have been answered, and billed, with
+	// nothing to show in the run's cost: failures in a row are bounded.
+	x.guard.ModelFailures++
+	if x.guard.ModelFailures >= maxModelFailures {
+		n := x.guard.ModelFailures
+		x.guard.ModelFailures = 0 // a person's resume starts a new count
+		return x.escalate(ctx, store.StatusPaused, "model_unavailable", fmt.Sprintf(
+			"the model failed %d times in a row, the last with: %v; resume the run once it answers again (belay resume %s)", n, err, x.run.ID), nil, nil)
 	}
+	wait := min(modelRetryBase<<(x.guard.ModelFailures-1), modelRetryMax)
+	wait = max(wait, me.RetryAfter)
 	x.run.ResumeAfter = x.r.cfg.now().Add(wait)
 	detail := err.Error()
 	if me.Class == model.ClassOverloaded && x.agent.Fallback == nil {
