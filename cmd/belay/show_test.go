@@ -18,7 +18,7 @@ func TestShow(t *testing.T) {
 	lines := strings.Split(out, "\n")
 	for _, want := range [][]string{
 		{"run", f.done},
-		{"status", "done (verified)"},
+		{"status", "done (no_requirements)"},
 		{"agent", "support@"},
 		{"tenant/user", "default/alice"},
 		{"step", "2"},
@@ -71,7 +71,7 @@ func TestShowJSON(t *testing.T) {
 	}
 	for k, want := range map[string]any{
 		"run_id": f.done, "tenant": "default", "user": "alice", "agent": "support", "status": "done",
-		"step": 2.0, "model_calls": 3.0, "llm_calls": 3.0, "stop_reason": "verified", "stop_detail": "",
+		"step": 2.0, "model_calls": 3.0, "llm_calls": 3.0, "stop_reason": "no_requirements", "stop_detail": "the agent declares no requirements, so no code checked the world: the run is done on the model's word",
 		"final": "Refunded order A1.",
 	} {
 		if cp[k] != want {
