@@ -110,8 +110,9 @@ func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block,
 	}
 	x.emit("tool_call", call)
 	if !ok {
-		return x.toolError(use, fmt.Sprintf("there is no tool named %q; available tools: %s",
-			use.Name, strings.Join(x.toolNames(), ", "))), nil
+		msg := fmt.Sprintf("there is no tool named %q; available tools: %s", use.Name, strings.Join(x.toolNames(), ", "))
+		x.emit("tool_result", toolResultEvent{ID: use.ID, Tool: use.Name, IsError: true, Preview: preview(msg), UnknownTool: true})
+		return model.ToolResultBlock(use.ID, msg, true), nil
 	}
 	if err := tool.checkArgs(use.Input); err != nil {
 		return x.toolError(use, err.Error()+"; fix the arguments and call again"), nil

@@ -47,6 +47,9 @@ type toolResultEvent struct {
 	IsError bool   `json:"is_error"`
 	Preview string `json:"preview"`
 	Tool    string `json:"tool"`
+	// UnknownTool marks a call of a tool the agent does not have: its
+	// name is the model's, and metrics do not take it for a label.
+	UnknownTool bool `json:"unknown_tool,omitempty"`
 }
 
 // checkpointEvent closes a step: the conversation's length and the run's

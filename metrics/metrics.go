@@ -100,7 +100,13 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 		if isErr, _ := d["is_error"].(bool); isErr {
 			outcome = "error"
 		}
-		m.toolCalls.WithLabelValues(run.Agent, str("tool"), outcome).Inc()
+		tool := str("tool")
+		if unknown, _ := d["unknown_tool"].(bool); unknown {
+			// Named by the model, not the agent: as many names as it
+			// cares to invent would each be a series.
+			tool = "(unknown)"
+		}
+		m.toolCalls.WithLabelValues(run.Agent, tool, outcome).Inc()
 	case "tool_retry":
 		m.retries.WithLabelValues(run.Agent, str("tool")).Inc()
 	case "breaker":

@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -135,5 +137,38 @@ func TestMetricsAfterARun(t *testing.T) {
 		if v := value(series); v > float64(want) || v == 0 && want != 0 {
 			t.Errorf("%s = %v, want up to %v and not 0", series, v, want)
 		}
+	}
+}
+
+// Calls of tools the agent does not have share one series: their names are
+// the model's, and a model (or a prompt injected into it) can invent any
+// number of them.
+func TestUnknownToolsShareOneSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	run := belay.ObservedRun{ID: "r", Agent: "support", Model: "scripted"}
+	for _, name := range []string{"lookup", "x1", "x2", "x3"} {
+		data := fmt.Sprintf(`{"id":"t","is_error":true,"preview":"","tool":%q,"unknown_tool":%v}`, name, name != "lookup")
+		m.Event(run, store.Event{Type: "tool_result", Data: json.RawMessage(data)})
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]bool{}
+	for _, f := range families {
+		if f.GetName() != "belay_tool_calls_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "tool" {
+					tools[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if len(tools) != 2 || !tools["lookup"] || !tools["(unknown)"] {
+		t.Errorf("tool labels %v, want lookup and (unknown)", tools)
 	}
 }

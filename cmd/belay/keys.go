@@ -177,6 +177,14 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return err
 		}
+		if *asJSON {
+			// Secrets are shown once, by add; never by list.
+			out := make([]map[string]any, 0, len(hooks))
+			for _, h := range hooks {
+				out = append(out, map[string]any{"id": h.ID, "url": h.URL, "kinds": h.Kinds, "disabled": !h.DisabledAt.IsZero()})
+			}
+			return json.NewEncoder(stdout).Encode(out)
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tURL\tKINDS\tDISABLED")
 		for _, h := range hooks {

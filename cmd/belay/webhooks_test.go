@@ -59,6 +59,14 @@ func TestWebhooksAddDestinations(t *testing.T) {
 	if n := strings.Count(out, "\n"); n != 4 || strings.Contains(out, "169.254") {
 		t.Errorf("webhooks list: want a header and 3 webhooks:\n%s", out)
 	}
+	out, err = belayCmd(t, "webhooks", "list", "--db", db, "--tenant", "acme", "--json")
+	var listed []struct {
+		ID, URL string
+		Secret  string
+	}
+	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 3 || listed[0].Secret != "" {
+		t.Errorf("webhooks list --json: %v\n%s\nwant 3 webhooks as JSON, no secret", err, out)
+	}
 }
 
 // TestFlagsAfterTheArgument: the README writes `belay webhooks add URL
