@@ -89,10 +89,15 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 	num := func(k string) float64 { f, _ := d[k].(float64); return f }
 	switch ev.Type {
 	case "model_call":
-		m.modelCalls.WithLabelValues(run.Agent, run.Model).Inc()
-		m.tokens.WithLabelValues(run.Agent, run.Model, "input").Add(num("input_tokens"))
-		m.tokens.WithLabelValues(run.Agent, run.Model, "output").Add(num("output_tokens"))
-		m.costUSD.WithLabelValues(run.Agent, run.Model).Add(num("cost_usd"))
+		// The model that answered: the agent's fallback, when it stood in.
+		answered := str("model")
+		if answered == "" {
+			answered = run.Model
+		}
+		m.modelCalls.WithLabelValues(run.Agent, answered).Inc()
+		m.tokens.WithLabelValues(run.Agent, answered, "input").Add(num("input_tokens"))
+		m.tokens.WithLabelValues(run.Agent, answered, "output").Add(num("output_tokens"))
+		m.costUSD.WithLabelValues(run.Agent, answered).Add(num("cost_usd"))
 	case "checkpoint":
 		m.steps.WithLabelValues(run.Agent).Inc()
 	case "tool_result":

@@ -172,3 +172,32 @@ func TestUnknownToolsShareOneSeries(t *testing.T) {
 		t.Errorf("tool labels %v, want lookup and (unknown)", tools)
 	}
 }
+
+// A call the fallback model answered is counted under that model, not the
+// agent's primary.
+func TestFallbackCallsCountUnderTheirModel(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	run := belay.ObservedRun{ID: "r", Agent: "support", Model: "primary"}
+	m.Event(run, store.Event{Type: "model_call", Data: json.RawMessage(`{"model":"backup","input_tokens":10,"output_tokens":2,"cost_usd":0.5}`)})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models []string
+	for _, f := range families {
+		if f.GetName() != "belay_model_calls_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "model" {
+					models = append(models, l.GetValue())
+				}
+			}
+		}
+	}
+	if len(models) != 1 || models[0] != "backup" {
+		t.Errorf("model calls counted under %v, want [backup]", models)
+	}
+}
