@@ -21,7 +21,7 @@ func TestRuns(t *testing.T) {
 	}
 	for _, want := range [][]string{
 		{"ID", "AGENT", "STATUS", "STEPS", "MODEL CALLS", "COST USD", "STOP REASON", "CREATED"},
-		{f.done, "support", "done", "verified"},
+		{f.done, "support", "done", "no_requirements"},
 		{f.failed, "broken", "failed", "model_error"},
 	} {
 		if !containsLine(lines, want...) {
@@ -67,7 +67,7 @@ func TestRunsJSON(t *testing.T) {
 		t.Fatalf("want 2 runs, got %d:\n%s", len(got), out)
 	}
 	done := got[f.done]
-	for k, want := range map[string]any{"agent": "support", "status": "done", "step": 2.0, "model_calls": 3.0, "user": "alice", "stop_reason": "verified"} {
+	for k, want := range map[string]any{"agent": "support", "status": "done", "step": 2.0, "model_calls": 3.0, "user": "alice", "stop_reason": "no_requirements"} {
 		if done[k] != want {
 			t.Errorf("%s = %v, want %v", k, done[k], want)
 		}
