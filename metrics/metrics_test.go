@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -151,26 +152,33 @@ func TestUnknownToolsShareOneSeries(t *testing.T) {
 		data := fmt.Sprintf(`{"id":"t","is_error":true,"preview":"","tool":%q,"unknown_tool":%v}`, name, name != "lookup")
 		m.Event(run, store.Event{Type: "tool_result", Data: json.RawMessage(data)})
 	}
+	if tools := labelValues(t, reg, "belay_tool_calls_total", "tool"); !slices.Equal(tools, []string{"(unknown)", "lookup"}) {
+		t.Errorf("tool labels %v, want (unknown) and lookup", tools)
+	}
+}
+
+// labelValues lists, sorted, the values label takes in family's series.
+func labelValues(t *testing.T, reg *prometheus.Registry, family, label string) []string {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := map[string]bool{}
+	var values []string
 	for _, f := range families {
-		if f.GetName() != "belay_tool_calls_total" {
+		if f.GetName() != family {
 			continue
 		}
 		for _, s := range f.GetMetric() {
 			for _, l := range s.GetLabel() {
-				if l.GetName() == "tool" {
-					tools[l.GetValue()] = true
+				if l.GetName() == label {
+					values = append(values, l.GetValue())
 				}
 			}
 		}
 	}
-	if len(tools) != 2 || !tools["lookup"] || !tools["(unknown)"] {
-		t.Errorf("tool labels %v, want lookup and (unknown)", tools)
-	}
+	slices.Sort(values)
+	return values
 }
 
 // A call the fallback model answered is counted under that model, not the
@@ -180,24 +188,7 @@ func TestFallbackCallsCountUnderTheirModel(t *testing.T) {
 	m := metrics.New(reg)
 	run := belay.ObservedRun{ID: "r", Agent: "support", Model: "primary"}
 	m.Event(run, store.Event{Type: "model_call", Data: json.RawMessage(`{"model":"backup","input_tokens":10,"output_tokens":2,"cost_usd":0.5}`)})
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var models []string
-	for _, f := range families {
-		if f.GetName() != "belay_model_calls_total" {
-			continue
-		}
-		for _, s := range f.GetMetric() {
-			for _, l := range s.GetLabel() {
-				if l.GetName() == "model" {
-					models = append(models, l.GetValue())
-				}
-			}
-		}
-	}
-	if len(models) != 1 || models[0] != "backup" {
+	if models := labelValues(t, reg, "belay_model_calls_total", "model"); len(models) != 1 || models[0] != "backup" {
 		t.Errorf("model calls counted under %v, want [backup]", models)
 	}
 }
