@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -109,6 +110,12 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 	if edit != "" {
 		if !json.Valid([]byte(edit)) {
 			return usageError{"approve: --edit takes the new arguments as JSON"}
+		}
+		// The console and the traces show a sensitive value as this marker;
+		// copied into an edit, it would reach the tool as the value. (The
+		// console's own edit puts the hidden value back.)
+		if strings.Contains(edit, `"`+belay.Redacted+`"`) {
+			return usageError{fmt.Sprintf("approve: --edit holds %q, the mark of a hidden value, which the tool would get as the value; give the real value, or edit the approval in the console, which keeps hidden values", belay.Redacted)}
 		}
 		d.Verdict, d.EditedArgs = "edit", json.RawMessage(edit)
 	}

@@ -68,6 +68,11 @@ func TestApprovalCommands(t *testing.T) {
 	if _, err := belayRun("approve", a.ID, "--edit", "{not json"); err == nil {
 		t.Error("an edit that is not JSON was accepted")
 	}
+	// The mark of a hidden value, copied from the console or a trace, is
+	// not a value to send to the tool.
+	if _, err := belayRun("approve", a.ID, "--edit", `{"account_id":"[redacted]"}`); err == nil || !strings.Contains(err.Error(), "mark of a hidden value") {
+		t.Errorf("an edit holding [redacted]: %v, want it refused", err)
+	}
 	if _, err := belayRun("approve", "ap_nope"); err == nil || !strings.Contains(err.Error(), "belay approvals") {
 		t.Errorf("approving an unknown id: %v", err)
 	}
