@@ -158,3 +158,16 @@ func TestRedactURLHidesEveryPassword(t *testing.T) {
 		}
 	}
 }
+
+// A mistyped flag is a usage error (exit status 2) on every command, as on
+// those that check their own arguments.
+func TestMistypedFlagIsAUsageError(t *testing.T) {
+	for _, cmd := range []string{"runs", "show", "trace", "prune", "backup", "bench", "approvals"} {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), []string{cmd, "--no-such-flag"}, &out, &errb)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%s --no-such-flag: %v, want a usage error", cmd, err)
+		}
+	}
+}

@@ -30,7 +30,7 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
