@@ -151,6 +151,10 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) != 2 || *applied == *notApplied {
 		return usageError{usage}
 	}
+	if *notApplied && *result != "" {
+		// A result of what did not happen would be dropped without a word.
+		return usageError{"resolve: --result goes with --applied; a side effect that did not happen has none"}
+	}
 	st, err := db.openExisting(ctx)
 	if err != nil {
 		return err

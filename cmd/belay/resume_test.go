@@ -136,3 +136,13 @@ func TestKillSwitchRefusesAStrayArgument(t *testing.T) {
 		t.Errorf("status after the refused command: %v\n%s", err, out.String())
 	}
 }
+
+// --result says what an applied side effect returned; with --not-applied it
+// is refused, not silently dropped.
+func TestResolveNotAppliedRefusesAResult(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"resolve", "run_x", "key_x", "--not-applied", "--result", `{"refund_id":"RF-7"}`, "--db", filepath.Join(t.TempDir(), "belay.db")}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "--result goes with --applied") {
+		t.Errorf("resolve --not-applied --result: %v, want a usage error", err)
+	}
+}
