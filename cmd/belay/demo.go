@@ -121,8 +121,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !created {
 		// Asked again, the ticket's request id names the run already made
 		// (that is the idempotency the demo shows): nothing would happen.
-		return fmt.Errorf("%s already holds the demo's run %s (%s): run the demo on a new database (--db PATH), or look at that run with belay show %s --db %s",
-			*dbPath, run.ID, run.Status, run.ID, *dbPath)
+		return fmt.Errorf("%s already holds the demo's run %s (%s), and its world the refund: the demo needs a new database. Remove %s and %s (or pass --db NEW.db) and run it again; look at that run with: belay show %s --db %s",
+			*dbPath, run.ID, run.Status, *dbPath, worldPath, run.ID, *dbPath)
 	}
 	say("Belay demo: the support desk")
 	say("  store   %s (SQLite, synchronous=FULL)", *dbPath)
