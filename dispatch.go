@@ -8,10 +8,10 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/belayrun/belay/internal/guard"
 	"github.com/belayrun/belay/internal/ledger"
+	"github.com/belayrun/belay/internal/text"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
 )
@@ -387,19 +387,7 @@ func describeToolError(err error) string {
 	return err.Error()
 }
 
-func preview(s string) string { return clip(s, 200) }
-
-// clip cuts s to at most n bytes and a mark, on a character boundary: text
-// columns of PostgreSQL refuse a character cut in half.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func preview(s string) string { return text.Clip(s, 200) }
 
 func errString(err error) string {
 	if err == nil {

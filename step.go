@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/belayrun/belay/internal/text"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
 )
@@ -136,7 +137,7 @@ func (x *execution) pauseForFix(ctx context.Context, hook *hookError) {
 	u := x.durable
 	u.Status, u.ResumeAfter, u.LeaseExpires, u.KeepLease = store.StatusPaused, time.Time{}, time.Time{}, false
 	u.StopReason = "step_failed"
-	u.StopDetail = clip(fmt.Sprintf("step %d failed in the agent's own code: %v; fix it, deploy, then resume the run (belay resume %s)",
+	u.StopDetail = text.Clip(fmt.Sprintf("step %d failed in the agent's own code: %v; fix it, deploy, then resume the run (belay resume %s)",
 		x.run.Step, hook.err, x.run.ID), 2000)
 	x.events, x.outbox = nil, nil
 	// The packet tells whoever is notified of escalations; without it
@@ -148,23 +149,26 @@ func (x *execution) pauseForFix(ctx context.Context, hook *hookError) {
 		}
 	}
 	x.emit("stop", map[string]any{"status": u.Status, "reason": u.StopReason, "detail": u.StopDetail})
-	p := store.CheckpointParams{Fence: x.fence(), Now: x.r.cfg.now(), Run: u, Events: x.events, Outbox: x.outbox}
-	if err := x.r.store.Checkpoint(ctx, p); err != nil {
+	if err := x.writeBack(ctx, u); err != nil {
 		x.log().Error("pause the failed run; it is claimed again once its lease expires", "err", err)
-		return
 	}
-	x.observe(p.Events)
 }
 
-// observe tells the runtime's observer (traces, metrics) of events a write
-// other than write made durable.
-func (x *execution) observe(events []store.Event) {
+// writeBack writes u, a state built from the last durable one, with the
+// events and notifications queued since it was taken (and nothing else the
+// step held in memory), and tells the observer (traces, metrics) of them.
+func (x *execution) writeBack(ctx context.Context, u store.RunUpdate) error {
+	p := store.CheckpointParams{Fence: x.fence(), Now: x.r.cfg.now(), Run: u, Events: x.events, Outbox: x.outbox}
+	if err := x.r.store.Checkpoint(ctx, p); err != nil {
+		return err
+	}
 	if obs := x.r.cfg.Observer; obs != nil {
 		who := x.observed()
-		for _, ev := range events {
+		for _, ev := range p.Events {
 			obs.Event(who, ev)
 		}
 	}
+	return nil
 }
 
 // keepLease renews the lease while a step is in flight. If the lease is lost,
@@ -527,14 +531,9 @@ func (x *execution) release(ctx context.Context) {
 	u.LeaseExpires, u.KeepLease = time.Time{}, false
 	x.events, x.outbox = nil, nil
 	x.emit("released", map[string]any{"epoch": x.run.LeaseEpoch})
-	p := store.CheckpointParams{Fence: x.fence(), Now: x.r.cfg.now(), Run: u, Events: x.events}
-	if err := x.r.store.Checkpoint(ctx, p); err != nil {
-		if !errors.Is(err, store.ErrLeaseLost) {
-			x.log().Warn("release the run; another worker takes it once its lease expires", "err", err)
-		}
-		return
+	if err := x.writeBack(ctx, u); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		x.log().Warn("release the run; another worker takes it once its lease expires", "err", err)
 	}
-	x.observe(p.Events)
 }
 
 type writeOption func(*store.CheckpointParams)

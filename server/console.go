@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/internal/text"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
 )
@@ -304,7 +305,7 @@ func gathered(msgs []messageView) []evidence {
 			if !ok {
 				continue
 			}
-			out = append(out, evidence{Tool: b.Name, Args: compactJSON(b.Input), Result: clip(res, 400)})
+			out = append(out, evidence{Tool: b.Name, Args: compactJSON(b.Input), Result: text.Clip(res, 400)})
 		}
 	}
 	return out
@@ -512,16 +513,16 @@ func timeline(e store.Event) timelineEntry {
 		t.Detail = fmt.Sprintf("%s: %s in, %s out tokens", str("model"), str("input_tokens"), str("output_tokens"))
 	case "tool_call":
 		t.Class = "ev-tool"
-		t.Detail = str("tool") + " " + clip(str("args"), 200)
+		t.Detail = str("tool") + " " + text.Clip(str("args"), 200)
 	case "tool_result":
 		t.Class = "ev-tool"
-		t.Detail = str("tool") + ": " + clip(str("preview"), 200)
+		t.Detail = str("tool") + ": " + text.Clip(str("preview"), 200)
 		if str("is_error") == "true" {
 			t.Class = "ev-error"
 		}
 	case "tool_retry", "breaker", "effect_unknown", "reconcile", "loop_detected", "model_fallback":
 		t.Class = "ev-retry"
-		t.Detail = clip(str("tool")+" "+str("error")+str("detector")+str("from")+" "+str("to"), 200)
+		t.Detail = text.Clip(str("tool")+" "+str("error")+str("detector")+str("from")+" "+str("to"), 200)
 	case "approval_requested", "approval_decided", "approval_applied":
 		t.Class = "ev-approval"
 		t.Detail = strings.TrimSpace(str("summary") + " " + str("status") + " " + str("by") + " " + str("note"))
@@ -536,7 +537,7 @@ func timeline(e store.Event) timelineEntry {
 		t.Detail = str("tool") + " key " + str("key")
 	default:
 		if len(e.Data) > 2 {
-			t.Detail = clip(string(e.Data), 200)
+			t.Detail = text.Clip(string(e.Data), 200)
 		}
 	}
 	return t
@@ -546,7 +547,7 @@ func (s *Server) cancelForm(w http.ResponseWriter, r *http.Request, p Principal)
 	// The field allows 2000 characters and the API 2000 bytes: a longer
 	// note is cut to the bytes rather than the cancel refused, at a
 	// character's edge, since PostgreSQL refuses text that is not UTF-8.
-	note := cutUTF8(strings.ToValidUTF8(strings.TrimSpace(r.PostFormValue("note")), "\uFFFD"), 2000)
+	note := text.Cut(strings.ToValidUTF8(strings.TrimSpace(r.PostFormValue("note")), "\uFFFD"), 2000)
 	run, err := s.rt.Cancel(r.Context(), p.Tenant, r.PathValue("id"), p.Identity(), note)
 	if err != nil {
 		return nil, err

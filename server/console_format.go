@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 func ago(t time.Time) string {
@@ -93,23 +92,4 @@ func plainValue(v json.RawMessage) string {
 		return s
 	}
 	return compactJSON(v)
-}
-
-// cutUTF8 returns the longest start of s that has at most n bytes and
-// ends at a character's edge.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return cutUTF8(s, n) + "…"
 }
