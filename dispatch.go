@@ -10,15 +10,10 @@ import (
 	"time"
 
 	"github.com/belayrun/belay/internal/guard"
-	"github.com/belayrun/belay/internal/ledger"
 	"github.com/belayrun/belay/internal/text"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
 )
-
-// errUnknownOutcome pauses a run: a side effect may or may not have
-// happened and nothing can tell which, so a person decides.
-var errUnknownOutcome = errors.New("outcome unknown")
 
 // dispatch executes the tool calls of one assistant turn and appends all
 // their results in one message, as the model's protocol requires; the run's
@@ -118,7 +113,7 @@ func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block,
 		return x.toolError(use, err.Error()+"; fix the arguments and call again"), nil
 	}
 	if !tool.Effect.SideEffecting() {
-		out, err := x.invokeWithRetry(ctx, tool, use, "", 1)
+		out, err := x.invokeWithRetry(ctx, tool, use)
 		if err != nil {
 			if ctx.Err() != nil {
 				return model.Block{}, ctx.Err()
@@ -130,130 +125,6 @@ func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block,
 	return x.callSideEffect(ctx, tool, use)
 }
 
-// callSideEffect records the intent under a business-level key before the
-// call goes out and the result after it, so a replayed step finds the key
-// and never applies the effect twice.
-func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Block) (model.Block, error) {
-	keyArgs, err := ledger.Canonical(use.Input, tool.KeyFields)
-	if err != nil {
-		return x.toolError(use, err.Error()), nil
-	}
-	allArgs, err := ledger.Canonical(use.Input, nil)
-	if err != nil {
-		return x.toolError(use, err.Error()), nil
-	}
-	key := ledger.Key(x.run.ID, tool.Name, keyArgs)
-	if x.run.DryRun {
-		out, _ := json.Marshal(map[string]any{"ok": true, "dry_run": true,
-			"would_have": fmt.Sprintf("called %s with %s", tool.Name, compactJSON(tool.redact(allArgs)))})
-		return x.toolResult(use, out, false), nil
-	}
-	x.emit("intent", map[string]any{"tool": tool.Name, "key": key, "effect": tool.Effect})
-	intentEvents := x.takeEvents()
-	eff, existed, err := x.r.store.BeginEffect(ctx, store.BeginEffectParams{
-		Fence: x.fence(), Now: x.r.cfg.now(),
-		Effect: store.Effect{Tenant: x.run.Tenant, Key: key, RunID: x.run.ID, Tool: tool.Name,
-			ArgsHash: ledger.Hash(allArgs), Args: allArgs, Step: x.run.Step},
-		Events: intentEvents,
-	})
-	if obs := x.r.cfg.Observer; obs != nil && err == nil {
-		for _, ev := range intentEvents {
-			obs.Event(x.observed(), ev)
-		}
-	}
-	if errors.Is(err, store.ErrEffectConflict) {
-		// The write that carried the step's queued events was refused: they
-		// go with the next one, all but the intent, which was not recorded.
-		x.events = append(intentEvents[:len(intentEvents)-1], x.events...)
-		return x.toolError(use, fmt.Sprintf(
-			"%s was already called in this run for the same intent (key %s) with different arguments; nothing was executed. "+
-				"Use the earlier result, or if this is a separate action, say so to a person", tool.Name, key)), nil
-	}
-	if err != nil {
-		return model.Block{}, fmt.Errorf("begin effect %s: %w", key, err)
-	}
-	if existed && eff.State == store.EffectDone {
-		x.emit("effect_reused", map[string]any{"tool": tool.Name, "key": key})
-		return x.toolResult(use, eff.Result, false), nil
-	}
-	if existed {
-		// An earlier attempt went out and its outcome was never recorded.
-		res, found, err := x.resolveUnknown(ctx, tool, use, key)
-		if err != nil {
-			return model.Block{}, err
-		}
-		if found {
-			return res, nil
-		}
-	}
-	out, callErr := x.invokeWithRetry(ctx, tool, use, key, eff.Attempts)
-	if callErr != nil && ctx.Err() != nil {
-		return model.Block{}, ctx.Err()
-	}
-	if callErr != nil && isUnknownOutcome(callErr) {
-		x.emit("effect_unknown", map[string]any{"tool": tool.Name, "key": key, "error": callErr.Error()})
-		if err := x.write(ctx, []store.EffectUpdate{{Tenant: x.run.Tenant, Key: key, State: store.EffectUnknown}}); err != nil {
-			return model.Block{}, err
-		}
-		res, found, err := x.resolveUnknown(ctx, tool, use, key)
-		if err != nil || found {
-			return res, err
-		}
-		// Asked and not found (or the downstream honours the key): the
-		// call did not land, so calling again under the same key is safe.
-		out, callErr = x.invokeWithRetry(ctx, tool, use, key, eff.Attempts+1)
-		if callErr != nil && isUnknownOutcome(callErr) {
-			return model.Block{}, fmt.Errorf("%w: %s %s: %v", errUnknownOutcome, tool.Name, key, callErr)
-		}
-	}
-	if callErr == nil {
-		x.applied = true
-		return x.settle(ctx, use, key, store.EffectDone, out)
-	}
-	// The tool says the effect was not applied: the key stays usable.
-	failed, _ := json.Marshal(map[string]any{"ok": false, "error": callErr.Error()})
-	if _, err := x.settle(ctx, use, key, store.EffectFailed, failed); err != nil {
-		return model.Block{}, err
-	}
-	return x.toolError(use, describeToolError(callErr)), nil
-}
-
-// resolveUnknown finds out whether an earlier attempt under key landed. With
-// a reconcile hook it asks the downstream system; a tool whose downstream
-// honours the key is simply called again. Otherwise the outcome stays
-// unknown and the run pauses for a person: a blind retry could do it twice.
-func (x *execution) resolveUnknown(ctx context.Context, tool *Tool, use model.Block, key string) (model.Block, bool, error) {
-	switch {
-	case tool.Reconcile != nil:
-		out, found, err := tool.Reconcile(ctx, key, use.Input)
-		x.emit("reconcile", map[string]any{"tool": tool.Name, "key": key, "found": found, "error": errString(err)})
-		if err != nil {
-			return model.Block{}, false, fmt.Errorf("%w: %s %s: reconcile: %v", errUnknownOutcome, tool.Name, key, err)
-		}
-		if !found {
-			return model.Block{}, false, nil
-		}
-		blk, err := x.settle(ctx, use, key, store.EffectDone, out)
-		return blk, true, err
-	case tool.HonorsKey:
-		return model.Block{}, false, nil
-	default:
-		return model.Block{}, false, fmt.Errorf(
-			"%w: %s under key %s may have been applied; the tool cannot be asked (no Reconcile) and its downstream does not honour keys, so it is not retried blindly. Check the downstream system, then resolve the intent",
-			errUnknownOutcome, tool.Name, key)
-	}
-}
-
-// settle records the outcome of a side effect at once, so a crash after it
-// does not leave the intent pending.
-func (x *execution) settle(ctx context.Context, use model.Block, key string, state store.EffectState, out json.RawMessage) (model.Block, error) {
-	blk := x.toolResult(use, out, false)
-	if err := x.write(ctx, []store.EffectUpdate{{Tenant: x.run.Tenant, Key: key, State: state, Result: out}}); err != nil {
-		return model.Block{}, err
-	}
-	return blk, nil
-}
-
 // abandonAfter is how long invoke waits, once a call's context has ended,
 // for a tool that does not watch its context. Past it the call is given up
 // on (it may still be running, and is treated as a timeout: for a side
@@ -261,13 +132,23 @@ func (x *execution) settle(ctx context.Context, use model.Block, key string, sta
 // hold the step, and the lease with it, for ever.
 const abandonAfter = 100 * time.Millisecond
 
-// invoke calls the tool once, under its timeout, turning a panic into an
-// error so one broken tool cannot take the worker down.
-func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key string, attempt int) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, tool.Timeout)
+// invoke calls the tool once, under its timeout from now until notAfter
+// and under the lease, turning a panic into an error so one broken tool
+// cannot take the worker down. Nothing is sent unless the lease holds for
+// at least its margin and there is time left before notAfter: a step
+// resumed after a freeze finds either gone.
+func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key string, attempt int, notAfter time.Time) (json.RawMessage, error) {
+	if err := x.ensureLease(ctx); err != nil {
+		return nil, err
+	}
+	if notAfter.Sub(x.r.cfg.now()) <= 0 {
+		return nil, Transient(fmt.Errorf("the call of %s was not sent: its time ran out before it could start", tool.Name))
+	}
+	callCtx, cancel := x.boundCall(ctx, notAfter)
 	defer cancel()
-	ctx = withCallInfo(ctx, CallInfo{RunID: x.run.ID, Tenant: x.run.Tenant, Step: x.run.Step,
-		ToolUseID: use.ID, IdempotencyKey: key, Attempt: attempt})
+	deadline, _ := callCtx.Deadline()
+	ctx = withCallInfo(callCtx, CallInfo{RunID: x.run.ID, Tenant: x.run.Tenant, Step: x.run.Step,
+		ToolUseID: use.ID, IdempotencyKey: key, Attempt: attempt, FencingToken: x.run.LeaseEpoch, Deadline: deadline})
 	start := x.r.cfg.now()
 	defer func() { x.toolTime += x.r.cfg.now().Sub(start) }()
 
@@ -298,6 +179,7 @@ func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key
 		select {
 		case r = <-done:
 		case <-grace.C:
+			x.abandoned = true
 			log.Error("tool ignored its context and was abandoned", "tool", tool.Name, "after", tool.Timeout)
 			r.err = fmt.Errorf("the call did not return %s after its context ended and was abandoned: %w", abandonAfter, ctx.Err())
 		}
@@ -306,7 +188,7 @@ func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key
 	if r.err == nil && !json.Valid(r.out) {
 		r.err = fmt.Errorf("tool %s returned a result that is not JSON", tool.Name)
 	}
-	if r.err != nil && ctx.Err() == context.DeadlineExceeded {
+	if r.err != nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
 		r.err = &TimeoutError{Tool: tool.Name, After: tool.Timeout.String(), Err: r.err}
 	}
 	return r.out, r.err
@@ -360,23 +242,6 @@ func (e *TimeoutError) Error() string {
 }
 
 func (e *TimeoutError) Unwrap() error { return e.Err }
-
-// ErrUnknownOutcome is what a tool returns (wrapped) when its request went
-// out and no answer came back: the effect may have landed.
-var ErrUnknownOutcome = errors.New("outcome unknown: the request went out and no answer came back")
-
-// isUnknownOutcome reports whether a failed side effect may have landed. A
-// call whose retries ran out failed each time before landing, by its own
-// account, or was idempotent.
-func isUnknownOutcome(err error) bool {
-	var re *RetriesExhaustedError
-	if errors.As(err, &re) || errors.Is(err, ErrBreakerOpen) {
-		return false
-	}
-	var te *TimeoutError
-	var pe *PanicError
-	return errors.As(err, &te) || errors.As(err, &pe) || errors.Is(err, ErrUnknownOutcome)
-}
 
 // describeToolError is what the model reads about a failed call.
 func describeToolError(err error) string {

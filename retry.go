@@ -171,38 +171,36 @@ func isTimeout(err error) bool {
 	return errors.As(err, &te)
 }
 
-// idempotent reports whether calling the tool again after a timeout is
-// safe: reads, and writes whose downstream deduplicates by key.
-func (t *Tool) idempotent() bool { return t.Effect == Read || t.HonorsKey }
-
-// invokeWithRetry calls the tool, retrying transient failures with backoff
-// behind the tool's circuit breaker. A timeout is retried only if the call
-// is idempotent: for other side effects it is an unknown outcome, which the
-// ledger resolves by asking, never by calling again.
-func (x *execution) invokeWithRetry(ctx context.Context, tool *Tool, use model.Block, key string, attempt int) (json.RawMessage, error) {
+// throughBreaker makes one call behind the tool's circuit breaker, which is
+// shared by every run of the runtime, and traces its changes of state. A
+// call refused by an open breaker was never sent.
+func (x *execution) throughBreaker(tool *Tool, call func() (json.RawMessage, error)) (json.RawMessage, error) {
 	cb := x.r.breakers.get(tool)
+	before := cb.State()
+	out, err := cb.Execute(call)
+	if after := cb.State(); after != before {
+		x.emit("breaker", map[string]any{"tool": tool.Name, "from": before.String(), "to": after.String()})
+	}
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return nil, fmt.Errorf("%w for %s: it failed repeatedly and is temporarily unavailable; do not retry it, tell the customer or escalate", ErrBreakerOpen, tool.Name)
+	}
+	return out, err
+}
+
+// invokeWithRetry calls a tool that only reads, retrying transient failures
+// and timeouts with backoff behind the tool's circuit breaker: reading
+// again is harmless. Side effects have their own loop (apply), which calls
+// again only when the ledger says it is safe.
+func (x *execution) invokeWithRetry(ctx context.Context, tool *Tool, use model.Block) (json.RawMessage, error) {
 	start := x.r.cfg.now()
 	for n := 1; ; n++ {
-		before := cb.State()
-		out, err := cb.Execute(func() (json.RawMessage, error) {
-			return x.invoke(ctx, tool, use, key, attempt+n-1)
+		out, err := x.throughBreaker(tool, func() (json.RawMessage, error) {
+			return x.invoke(ctx, tool, use, "", n, x.r.cfg.now().Add(tool.Timeout))
 		})
-		if after := cb.State(); after != before {
-			x.emit("breaker", map[string]any{"tool": tool.Name, "from": before.String(), "to": after.String()})
+		if err == nil || errors.Is(err, ErrBreakerOpen) || ctx.Err() != nil {
+			return out, err
 		}
-		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-			return nil, fmt.Errorf("%w for %s: it failed repeatedly and is temporarily unavailable; do not retry it, tell the customer or escalate", ErrBreakerOpen, tool.Name)
-		}
-		if err == nil {
-			return out, nil
-		}
-		// A side effect that may have landed is never called again here,
-		// even if its error also says the failure was transient (a dropped
-		// connection is both): the ledger asks the downstream first.
-		if !tool.idempotent() && isUnknownOutcome(err) {
-			return nil, err
-		}
-		if !isTransient(err) && !(isTimeout(err) && tool.idempotent()) {
+		if !isTransient(err) && !isTimeout(err) {
 			return nil, err
 		}
 		delay := tool.Retry.backoff(n, x.r.cfg.rand)

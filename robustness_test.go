@@ -281,7 +281,7 @@ func TestReleasedKillSwitchIsSeenAtOnce(t *testing.T) {
 	if err := rt.SetKillSwitch(ctx, "", true, "incident"); err != nil {
 		t.Fatal(err)
 	}
-	rt.execute(ctx, claimed[0]) // caches "engaged", pauses the run
+	rt.execute(ctx, claimed[0], false) // caches "engaged", pauses the run
 	// released elsewhere (the CLI, another server) within the poll interval
 	if err := SetKillSwitch(ctx, st, "", false, ""); err != nil {
 		t.Fatal(err)

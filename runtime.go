@@ -334,7 +334,7 @@ func (r *Runtime) Stop(ctx context.Context) error {
 // Drain executes due runs in the calling goroutine until none is due, then
 // returns. It is for tests, tools and one-shot workers; a service uses Start.
 func (r *Runtime) Drain(ctx context.Context) error {
-	r.takeOverDeadOwners(ctx, func(run store.Run) { r.execute(ctx, run) })
+	r.takeOverDeadOwners(ctx, func(run store.Run) { r.execute(ctx, run, true) })
 	if err := r.expireApprovals(ctx); err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ func (r *Runtime) Drain(ctx context.Context) error {
 		}
 		var wg sync.WaitGroup
 		for _, run := range runs {
-			wg.Go(func() { r.execute(ctx, run) })
+			wg.Go(func() { r.execute(ctx, run, false) })
 		}
 		wg.Wait()
 		if err := ctx.Err(); err != nil {
@@ -380,7 +380,7 @@ func (r *Runtime) claimLoop(ctx, workCtx context.Context) {
 		}
 		if now := r.cfg.now(); now.Sub(lastSweep) >= 5*r.cfg.PollInterval {
 			lastSweep = now
-			r.takeOverDeadOwners(ctx, func(run store.Run) { r.launch(workCtx, run) })
+			r.takeOverDeadOwners(ctx, func(run store.Run) { r.launch(workCtx, run, true) })
 			if err := r.expireApprovals(ctx); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Error("expire approvals", "err", err)
 			}
@@ -395,7 +395,7 @@ func (r *Runtime) claimLoop(ctx, workCtx context.Context) {
 				r.cfg.Logger.Error("claim runs", "err", err)
 			}
 			for _, run := range runs {
-				r.launch(workCtx, run)
+				r.launch(workCtx, run, false)
 			}
 			if len(runs) == free {
 				r.poke() // more may be due
@@ -413,14 +413,14 @@ func (r *Runtime) inFlight() int {
 
 // launch executes run on its own goroutine; when it returns, the claim loop
 // is woken so the freed slot takes another run.
-func (r *Runtime) launch(ctx context.Context, run store.Run) {
+func (r *Runtime) launch(ctx context.Context, run store.Run, fromGone bool) {
 	r.mu.Lock()
 	r.active[run.ID] = true
 	r.mu.Unlock()
 	r.runsWG.Add(1)
 	go func() {
 		defer r.runsWG.Done()
-		r.execute(ctx, run)
+		r.execute(ctx, run, fromGone)
 		r.mu.Lock()
 		delete(r.active, run.ID)
 		r.mu.Unlock()

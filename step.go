@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/belayrun/belay/internal/text"
@@ -54,14 +53,28 @@ type execution struct {
 	modelTime   time.Duration
 	toolTime    time.Duration
 
-	// renewedAt is the unix nanotime of the last successful lease renewal.
-	renewedAt atomic.Int64
+	// lease is the worker's own view of its lease, and cancel ends the
+	// execution with a cause: the lease keeper and the calls end it when the
+	// lease is lost or runs out.
+	lease  *leaseClock
+	cancel context.CancelCauseFunc
+	// goneEpoch, if not zero, is the epoch of an owner the run was taken
+	// from because its process was proven gone.
+	goneEpoch int64
+	// abandoned reports a call given up on while it may still run; ended
+	// are the keys of side effects whose last call returned without an
+	// outcome, cut short by the execution's end.
+	abandoned bool
+	ended     []string
 }
 
 // errStop ends an execution after its final write; it is not a failure.
 var errStop = errors.New("run let go")
 
-func (r *Runtime) execute(ctx context.Context, run store.Run) {
+// execute runs a claimed run until it lets go. fromGone says the run was
+// taken from an owner proven gone (TakeOver): nothing that owner sent can
+// be in flight any more.
+func (r *Runtime) execute(ctx context.Context, run store.Run, fromGone bool) {
 	a, ok := r.agents[run.Agent]
 	if !ok {
 		// Claims take only this runtime's agents; a run reaching here anyway
@@ -71,12 +84,15 @@ func (r *Runtime) execute(ctx context.Context, run store.Run) {
 			Now: r.cfg.now(), Run: stateOf(run)})
 		return
 	}
-	x := &execution{r: r, agent: a, run: run}
-	x.renewedAt.Store(r.cfg.now().UnixNano())
-
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go x.keepLease(ctx, cancel)
+	// The claim set the lease to expire a TTL after it was sent.
+	x := &execution{r: r, agent: a, run: run,
+		lease: newLeaseClock(r.cfg.now, r.cfg.LeaseTTL, run.LeaseExpires.Add(-r.cfg.LeaseTTL))}
+	if fromGone {
+		x.goneEpoch = run.LeaseEpoch - 1
+	}
+	ctx, x.cancel = context.WithCancelCause(ctx)
+	defer x.cancel(nil)
+	go x.keepLease(ctx)
 
 	err := x.loopContained(ctx)
 	var hook *hookError
@@ -89,7 +105,12 @@ func (r *Runtime) execute(ctx context.Context, run store.Run) {
 	case ctx.Err() != nil && context.Cause(ctx) != ctx.Err():
 		x.log().Error("gave up the run", "cause", context.Cause(ctx))
 	case ctx.Err() != nil:
-		x.release(context.WithoutCancel(ctx))
+		// The release outlives the cancel, but not the lease: a store that
+		// does not answer (cut off by the network) cannot hold the worker,
+		// and past the lease the run is no longer this worker's to release.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(x.lease.remaining(), 0))
+		x.release(rctx)
+		cancel()
 	case errors.As(err, &hook):
 		x.log().Error("run step: the agent's own code failed; the run waits for a person", "err", err)
 		x.pauseForFix(ctx, hook)
@@ -162,50 +183,13 @@ func (x *execution) writeBack(ctx context.Context, u store.RunUpdate) error {
 	if err := x.r.store.Checkpoint(ctx, p); err != nil {
 		return err
 	}
-	if obs := x.r.cfg.Observer; obs != nil {
-		who := x.observed()
-		for _, ev := range p.Events {
-			obs.Event(who, ev)
-		}
-	}
+	x.observe(p.Events)
 	return nil
-}
-
-// keepLease renews the lease while a step is in flight. If the lease is lost,
-// or cannot be renewed before it would expire, it cancels the execution so a
-// worker that is no longer the owner stops acting for the run.
-func (x *execution) keepLease(ctx context.Context, cancel context.CancelCauseFunc) {
-	ttl := x.r.cfg.LeaseTTL
-	t := time.NewTicker(ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		now := x.r.cfg.now()
-		err := x.r.store.RenewLease(ctx, x.fence(), now.Add(ttl))
-		switch {
-		case err == nil:
-			x.renewedAt.Store(now.UnixNano())
-		case errors.Is(err, store.ErrLeaseLost):
-			cancel(store.ErrLeaseLost)
-			return
-		case now.Sub(time.Unix(0, x.renewedAt.Load())) > ttl*5/6:
-			cancel(fmt.Errorf("lease about to expire, store unreachable: %w", err))
-			return
-		}
-	}
 }
 
 // log is the runtime's logger with the run's coordinates on every line.
 func (x *execution) log() *slog.Logger {
 	return x.r.cfg.Logger.With("run", x.run.ID, "tenant", x.run.Tenant, "step", x.run.Step, "epoch", x.run.LeaseEpoch)
-}
-
-func (x *execution) fence() store.Fence {
-	return store.Fence{RunID: x.run.ID, Owner: x.run.LeaseOwner, Epoch: x.run.LeaseEpoch}
 }
 
 func (x *execution) info() RunInfo {
@@ -527,6 +511,14 @@ func (x *execution) release(ctx context.Context) {
 		x.log().Warn("a write was cut short and may have committed; the run is taken over once its lease expires")
 		return
 	}
+	if len(x.ended) > 0 && !x.abandoned {
+		// The calls cut short have returned: the next worker need not wait
+		// for them before it asks what happened.
+		if err := x.r.store.EndCalls(ctx, store.EndCallsParams{Fence: x.fence(), Now: x.r.cfg.now(),
+			Tenant: x.run.Tenant, Keys: x.ended}); err != nil {
+			x.log().Warn("record that the calls cut short have returned; the next worker waits them out", "err", err)
+		}
+	}
 	u := x.durable
 	u.LeaseExpires, u.KeepLease = time.Time{}, false
 	x.events, x.outbox = nil, nil
@@ -582,7 +574,7 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 	// Mid-run, the lease keeper renews the lease; a checkpoint leaves it
 	// alone unless the keeper is behind.
 	if p.Run.Status == store.StatusRunning && p.Run.ResumeAfter.IsZero() &&
-		now.Sub(time.Unix(0, x.renewedAt.Load())) < x.r.cfg.LeaseTTL/3 {
+		x.lease.sinceRenewal() < x.r.cfg.LeaseTTL/3 {
 		p.Run.KeepLease = true
 	}
 	for _, o := range opts {
@@ -599,18 +591,15 @@ func (x *execution) write(ctx context.Context, effects []store.EffectUpdate, opt
 		return fmt.Errorf("checkpoint step %d: %w", x.run.Step, err)
 	}
 	if obs := x.r.cfg.Observer; obs != nil {
-		who := x.observed()
-		obs.Checkpoint(who, time.Since(start))
-		for _, ev := range p.Events {
-			obs.Event(who, ev)
-		}
+		obs.Checkpoint(x.observed(), time.Since(start))
 	}
+	x.observe(p.Events)
 	x.saved = len(x.msgs)
 	x.durable = p.Run
 	x.events = x.events[:0]
 	x.outbox = nil
 	if !p.Run.KeepLease {
-		x.renewedAt.Store(now.UnixNano())
+		x.lease.renewedAt(now)
 	}
 	done := x.r.cfg.now()
 	if obs := x.r.cfg.StepObserver; obs != nil && x.stepUnsaved {
@@ -668,4 +657,15 @@ func (p *planState) update(text string) bool {
 		return true
 	}
 	return false
+}
+
+// observe hands events a write made durable to the observer (traces,
+// metrics).
+func (x *execution) observe(events []store.Event) {
+	if obs := x.r.cfg.Observer; obs != nil {
+		who := x.observed()
+		for _, ev := range events {
+			obs.Event(who, ev)
+		}
+	}
 }

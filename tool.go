@@ -194,8 +194,22 @@ type CallInfo struct {
 	// IdempotencyKey is the business-level key of a side-effecting call;
 	// empty for reads. Pass it to downstream systems that honour keys.
 	IdempotencyKey string
-	// Attempt counts calls under this key, from 1.
+	// Attempt counts calls under this key, from 1, across workers: each is
+	// recorded in the ledger before it is sent.
 	Attempt int
+	// FencingToken is the lease epoch the call is made under. It grows each
+	// time a worker claims the run, so a downstream that keeps the highest
+	// token it has seen for a key (or a run) and refuses a lower one refuses
+	// the late call of a worker that lost the run: one stopped (SIGSTOP, a
+	// paused VM) or cut off from the store between its last check and its
+	// send, which nothing inside that worker can prevent.
+	FencingToken int64
+	// Deadline is the latest moment the call may act, as it stood when the
+	// call began: its timeout, or the end of the worker's lease if sooner.
+	// The context's Deadline is the live one (the lease moves forward with
+	// each renewal), and its Err reports the lease's end as soon as it
+	// passes: check ctx.Err() immediately before sending.
+	Deadline time.Time
 }
 
 type callInfoKey struct{}

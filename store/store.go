@@ -272,10 +272,17 @@ type Effect struct {
 	State    EffectState
 	Result   json.RawMessage
 	Step     int
-	// Attempts counts the calls that went out under this key.
-	Attempts  int
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// Attempts counts the calls that went out, or may have, under this key:
+	// each is recorded before it is sent.
+	Attempts int
+	// Epoch is the lease epoch of the worker that sent the last call, and
+	// InFlightUntil when that call, at its longest, can no longer be in
+	// flight. A worker holding the run at a later epoch waits until then
+	// before it asks the downstream, calls again or asks a person.
+	Epoch         int64
+	InFlightUntil time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Fence names the lease a write is made under.
@@ -433,12 +440,41 @@ type KillSwitchParams struct {
 	ResumeReason string
 }
 
-// BeginEffectParams records the intent of a side effect before the call goes
-// out, fenced by the run's lease.
+// BeginEffectParams records the intent of a side effect and its first call
+// before the call goes out, fenced by the run's lease. Effect.InFlightUntil
+// bounds that call; the fence's epoch is recorded as its sender's.
 type BeginEffectParams struct {
 	Fence  Fence
 	Now    time.Time
 	Effect Effect
+	// LeaseExpires, if not zero, renews the lease in the same transaction,
+	// so the call starts with the whole of it.
+	LeaseExpires time.Time
+	// Events are appended in the same transaction.
+	Events []Event
+}
+
+// EndCallsParams names the keys of a run whose last calls have returned,
+// fenced by the run's lease.
+type EndCallsParams struct {
+	Fence  Fence
+	Now    time.Time
+	Tenant string
+	Keys   []string
+}
+
+// StartAttemptParams records one more call under a key whose outcome is
+// not known (pending or unknown), fenced by the run's lease, before the
+// call goes out.
+type StartAttemptParams struct {
+	Fence  Fence
+	Now    time.Time
+	Tenant string
+	Key    string
+	// InFlightUntil bounds the call about to go out.
+	InFlightUntil time.Time
+	// LeaseExpires, if not zero, renews the lease in the same transaction.
+	LeaseExpires time.Time
 	// Events are appended in the same transaction.
 	Events []Event
 }
@@ -467,14 +503,26 @@ type Store interface {
 	// ended never takes a committed checkpoint for a failed one (and, say,
 	// writes over it the state from before it).
 	Checkpoint(ctx context.Context, p CheckpointParams) error
-	// BeginEffect records an intent. If the key exists with the same
-	// ArgsHash it returns the existing row and existed true, recording
-	// nothing; with a different ArgsHash it returns ErrEffectConflict. When
-	// the key exists and its state is pending or unknown, Attempts is raised
-	// by one, since the caller is about to call again. A failed row begins
-	// again: it goes back to pending with Attempts raised and is returned with
-	// existed false, as the earlier attempt is known not to have landed.
+	// BeginEffect records an intent and its first call: a new row is
+	// pending at attempt 1, with the fence's epoch and the effect's
+	// InFlightUntil. If the key exists with the same ArgsHash it returns
+	// the existing row and existed true, recording nothing (the caller
+	// decides whether to call again, and records that with StartAttempt);
+	// with a different ArgsHash it returns ErrEffectConflict. A failed row
+	// begins again: it goes back to pending with Attempts raised, the
+	// fence's epoch and the new InFlightUntil, and is returned with existed
+	// false, as the earlier attempt is known not to have landed.
 	BeginEffect(ctx context.Context, p BeginEffectParams) (e Effect, existed bool, err error)
+	// EndCalls records that the last calls under these keys have returned
+	// though their outcome is not known (a shutdown cut them short): their
+	// InFlightUntil is cleared, so a worker that takes the run over need not
+	// wait for them. Keys whose outcome is recorded are left alone.
+	EndCalls(ctx context.Context, p EndCallsParams) error
+	// StartAttempt records one more call under a key that is pending or
+	// unknown: Attempts is raised by one and the call's epoch and
+	// InFlightUntil are recorded; the state is left as it is. A key never
+	// begun, or one whose outcome is recorded, fails with ErrNotFound.
+	StartAttempt(ctx context.Context, p StartAttemptParams) (Effect, error)
 
 	// Messages returns a run's messages in order.
 	Messages(ctx context.Context, runID string) ([]Message, error)

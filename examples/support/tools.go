@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/belayrun/belay"
 )
@@ -41,6 +42,14 @@ func Tools(w *World) []belay.Tool {
 		"Email the customer who opened the ticket. Tell them only what has actually been done.",
 		belay.Write, d.reply)
 	reply.HonorsKey = true // the mailbox sends once per key
+
+	// The desk's systems answer in well under a second; a call that takes
+	// ten is given up on. The timeout also bounds how long a worker that
+	// takes a run over waits for a call its predecessor may still have in
+	// flight, before it asks what happened.
+	for _, t := range []*belay.Tool{&refund, &note, &reply} {
+		t.Timeout = 10 * time.Second
+	}
 
 	return []belay.Tool{
 		belay.NewTool("search_kb",

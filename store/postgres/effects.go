@@ -20,8 +20,12 @@ var (
 	effectInsertSQL string
 	//go:embed query/effect_lock.sql
 	effectLockSQL string
-	//go:embed query/effect_retry.sql
-	effectRetrySQL string
+	//go:embed query/run_fence_renew.sql
+	runFenceRenewSQL string
+	//go:embed query/effect_attempt.sql
+	effectAttemptSQL string
+	//go:embed query/effect_end_call.sql
+	effectEndCallSQL string
 	//go:embed query/effect_restart.sql
 	effectRestartSQL string
 	//go:embed query/effect_settle.sql
@@ -30,16 +34,15 @@ var (
 	effectListSQL string
 )
 
-// BeginEffect records the intent of a side effect under the run's lease, as
-// the effect's tenant. A new intent starts pending at attempt 1. An existing
-// key with the same arguments is returned with existed true; if its outcome
-// is not known yet its attempts grow by one, since the caller is about to
-// call again. A failed key begins again. The events are written whenever the
-// call succeeds.
+// BeginEffect records the intent of a side effect and its first call under
+// the run's lease, as the effect's tenant. A new intent starts pending at
+// attempt 1. An existing key with the same arguments is returned with
+// existed true and left as it is; a failed key begins again. The events are
+// written whenever the call succeeds.
 //
-// The run's row is share-locked with the fence check, so no claim lands
-// between the check and the commit: the intent is written under a lease that
-// is still held.
+// The run's row is locked with the fence check (and the lease renewed with
+// it when asked), so no claim lands between the check and the commit: the
+// intent is written under a lease that is still held.
 func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (store.Effect, bool, error) {
 	in := p.Effect
 	var (
@@ -48,17 +51,19 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 		fresh   bool
 	)
 	b := s.txBatch(in.Tenant)
-	b.Queue(runFenceShareSQL, namedArgs{"id": p.Fence.RunID, "owner": p.Fence.Owner, "epoch": p.Fence.Epoch})
+	queueFence(b, p.Fence, p.LeaseExpires)
 	b.Queue(effectInsertSQL, namedArgs{
-		"tenant":    in.Tenant,
-		"key":       in.Key,
-		"run_id":    p.Fence.RunID,
-		"tool":      in.Tool,
-		"args_hash": in.ArgsHash,
-		"args":      []byte(in.Args),
-		"result":    []byte(in.Result),
-		"step":      in.Step,
-		"now":       nanos(p.Now),
+		"tenant":          in.Tenant,
+		"key":             in.Key,
+		"run_id":          p.Fence.RunID,
+		"tool":            in.Tool,
+		"args_hash":       in.ArgsHash,
+		"args":            []byte(in.Args),
+		"result":          []byte(in.Result),
+		"step":            in.Step,
+		"epoch":           p.Fence.Epoch,
+		"in_flight_until": nanos(in.InFlightUntil),
+		"now":             nanos(p.Now),
 	}).QueryRow(func(row pgx.Row) error {
 		e, err := scanEffect(row)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -75,12 +80,7 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 				return err
 			}
 		}
-		if len(p.Events) == 0 {
-			return nil
-		}
-		b := &pgx.Batch{}
-		queueEvents(b, p.Fence.RunID, p.Events)
-		return tx.SendBatch(ctx, b).Close()
+		return s.appendEvents(ctx, tx, p.Fence.RunID, p.Events)
 	})
 	if err != nil {
 		return store.Effect{}, false, fmt.Errorf("begin effect %s: %w", in.Key, err)
@@ -98,19 +98,75 @@ func beginExisting(ctx context.Context, tx pgx.Tx, p store.BeginEffectParams) (s
 		return store.Effect{}, false, err
 	case cur.ArgsHash != in.ArgsHash:
 		return store.Effect{}, false, fmt.Errorf("key %q: %w", in.Key, store.ErrEffectConflict)
-	case cur.State == store.EffectDone:
-		return cur, true, nil
 	case cur.State == store.EffectFailed:
 		e, err := scanEffect(tx.QueryRow(ctx, effectRestartSQL, namedArgs{
-			"tenant": in.Tenant, "key": in.Key, "step": in.Step, "now": nanos(p.Now),
+			"tenant": in.Tenant, "key": in.Key, "step": in.Step, "epoch": p.Fence.Epoch,
+			"in_flight_until": nanos(in.InFlightUntil), "now": nanos(p.Now),
 		}))
 		return e, false, err
 	default:
-		e, err := scanEffect(tx.QueryRow(ctx, effectRetrySQL, namedArgs{
-			"tenant": in.Tenant, "key": in.Key, "now": nanos(p.Now),
-		}))
-		return e, true, err
+		return cur, true, nil
 	}
+}
+
+// StartAttempt records one more call under a key whose outcome is not
+// known, under the run's lease, as the run's tenant.
+func (s *Store) StartAttempt(ctx context.Context, p store.StartAttemptParams) (store.Effect, error) {
+	var effect store.Effect
+	b := s.txBatch(p.Tenant)
+	queueFence(b, p.Fence, p.LeaseExpires)
+	b.Queue(effectAttemptSQL, namedArgs{
+		"tenant": p.Tenant, "key": p.Key, "epoch": p.Fence.Epoch,
+		"in_flight_until": nanos(p.InFlightUntil), "now": nanos(p.Now),
+	}).QueryRow(func(row pgx.Row) error {
+		e, err := scanEffect(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("no unsettled intent: %w", store.ErrNotFound)
+		}
+		effect = e
+		return err
+	})
+	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+		return s.appendEvents(ctx, tx, p.Fence.RunID, p.Events)
+	})
+	if err != nil {
+		return store.Effect{}, fmt.Errorf("start attempt %s: %w", p.Key, err)
+	}
+	return effect, nil
+}
+
+// EndCalls records that the last calls under keys have returned, under the
+// run's lease, as the run's tenant.
+func (s *Store) EndCalls(ctx context.Context, p store.EndCallsParams) error {
+	b := s.txBatch(p.Tenant)
+	queueFence(b, p.Fence, time.Time{})
+	for _, key := range p.Keys {
+		b.Queue(effectEndCallSQL, namedArgs{"tenant": p.Tenant, "key": key, "now": nanos(p.Now)})
+	}
+	if err := s.inTx(ctx, b, nil); err != nil {
+		return fmt.Errorf("end calls of run %s: %w", p.Fence.RunID, err)
+	}
+	return nil
+}
+
+// queueFence queues the fence of a write that precedes a call, renewing the
+// lease when expires is set.
+func queueFence(b *pgx.Batch, f store.Fence, expires time.Time) {
+	if expires.IsZero() {
+		b.Queue(runFenceShareSQL, namedArgs{"id": f.RunID, "owner": f.Owner, "epoch": f.Epoch})
+		return
+	}
+	b.Queue(runFenceRenewSQL, namedArgs{"id": f.RunID, "owner": f.Owner, "epoch": f.Epoch, "expires": nanos(expires)})
+}
+
+// appendEvents writes events in the transaction, if there are any.
+func (s *Store) appendEvents(ctx context.Context, tx pgx.Tx, runID string, events []store.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	queueEvents(b, runID, events)
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // Effects returns the ledger rows of a run in the order they were begun. An
@@ -151,16 +207,18 @@ func queueSettles(b *pgx.Batch, now time.Time, us []store.EffectUpdate) {
 // scanEffect reads the columns every effect query selects, in their order.
 func scanEffect(row pgx.Row) (store.Effect, error) {
 	var (
-		e           store.Effect
-		created, up int64
+		e                     store.Effect
+		inFlight, created, up int64
 	)
 	err := row.Scan(
 		&e.Tenant, &e.Key, &e.RunID, &e.Tool, &e.ArgsHash, (*[]byte)(&e.Args),
-		(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts, &created, &up,
+		(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts,
+		&e.Epoch, &inFlight, &created, &up,
 	)
 	if err != nil {
 		return store.Effect{}, err
 	}
+	e.InFlightUntil = fromNanos(inFlight)
 	e.CreatedAt = fromNanos(created)
 	e.UpdatedAt = fromNanos(up)
 	return e, nil

@@ -32,17 +32,17 @@ func (s *Store) CustomerEffects(ctx context.Context, p store.CustomerEffectsPara
 	}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var (
-				e           store.CustomerEffect
-				created, up int64
+				e                     store.CustomerEffect
+				inFlight, created, up int64
 			)
 			err := rows.Scan(
 				&e.Tenant, &e.Key, &e.RunID, &e.Tool, &e.ArgsHash, (*[]byte)(&e.Args),
-				(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts, &created, &up, &e.Agent,
+				(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts, &e.Epoch, &inFlight, &created, &up, &e.Agent,
 			)
 			if err != nil {
 				return err
 			}
-			e.CreatedAt, e.UpdatedAt = fromNanos(created), fromNanos(up)
+			e.InFlightUntil, e.CreatedAt, e.UpdatedAt = fromNanos(inFlight), fromNanos(created), fromNanos(up)
 			es = append(es, e)
 		}
 		return rows.Err()

@@ -19,8 +19,12 @@ var (
 	effectGetSQL string
 	//go:embed query/effect_insert.sql
 	effectInsertSQL string
-	//go:embed query/effect_retry.sql
-	effectRetrySQL string
+	//go:embed query/run_fence_renew.sql
+	runFenceRenewSQL string
+	//go:embed query/effect_attempt.sql
+	effectAttemptSQL string
+	//go:embed query/effect_end_call.sql
+	effectEndCallSQL string
 	//go:embed query/effect_restart.sql
 	effectRestartSQL string
 	//go:embed query/effect_settle.sql
@@ -29,11 +33,11 @@ var (
 	effectListSQL string
 )
 
-// BeginEffect records the intent of a side effect under the run's lease.
-// A new intent starts pending at attempt 1. An existing key with the same
-// arguments is returned with existed true; if its outcome is not known yet
-// its attempts grow by one, since the caller is about to call again. The
-// events are written whenever the call succeeds.
+// BeginEffect records the intent of a side effect and its first call under
+// the run's lease. A new intent starts pending at attempt 1. An existing key
+// with the same arguments is returned with existed true and left as it is;
+// a failed one begins again. The events are written whenever the call
+// succeeds.
 func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (store.Effect, bool, error) {
 	in := p.Effect
 	var (
@@ -45,19 +49,9 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 		// A batch the writer runs again runs this again: what the first
 		// run found may have changed.
 		effect, existed = store.Effect{}, false
-		var fenced int
-		err := tx.QueryRowContext(ctx, runFencedSQL,
-			sql.Named("id", p.Fence.RunID),
-			sql.Named("owner", p.Fence.Owner),
-			sql.Named("epoch", p.Fence.Epoch),
-		).Scan(&fenced)
-		if err != nil {
+		if err := fenceCall(ctx, tx, p.Fence, p.LeaseExpires); err != nil {
 			return err
 		}
-		if fenced == 0 {
-			return store.ErrLeaseLost
-		}
-
 		cur, err := scanEffect(tx.QueryRowContext(ctx, effectGetSQL,
 			sql.Named("tenant", in.Tenant),
 			sql.Named("key", in.Key),
@@ -73,28 +67,25 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 				sql.Named("args", []byte(in.Args)),
 				sql.Named("result", []byte(in.Result)),
 				sql.Named("step", in.Step),
+				sql.Named("epoch", p.Fence.Epoch),
+				sql.Named("in_flight_until", nanos(in.InFlightUntil)),
 				sql.Named("now", nanos(p.Now)),
 			))
 		case err != nil:
 			return err
 		case cur.ArgsHash != in.ArgsHash:
 			return fmt.Errorf("key %q: %w", in.Key, store.ErrEffectConflict)
-		case cur.State == store.EffectDone:
-			effect, existed = cur, true
 		case cur.State == store.EffectFailed:
 			effect, err = scanEffect(tx.QueryRowContext(ctx, effectRestartSQL,
 				sql.Named("tenant", in.Tenant),
 				sql.Named("key", in.Key),
 				sql.Named("step", in.Step),
+				sql.Named("epoch", p.Fence.Epoch),
+				sql.Named("in_flight_until", nanos(in.InFlightUntil)),
 				sql.Named("now", nanos(p.Now)),
 			))
 		default:
-			existed = true
-			effect, err = scanEffect(tx.QueryRowContext(ctx, effectRetrySQL,
-				sql.Named("tenant", in.Tenant),
-				sql.Named("key", in.Key),
-				sql.Named("now", nanos(p.Now)),
-			))
+			effect, existed = cur, true
 		}
 		if err != nil {
 			return err
@@ -105,6 +96,87 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 		return store.Effect{}, false, fmt.Errorf("begin effect %s: %w", in.Key, err)
 	}
 	return effect, existed, nil
+}
+
+// StartAttempt records one more call under a key whose outcome is not
+// known, under the run's lease.
+func (s *Store) StartAttempt(ctx context.Context, p store.StartAttemptParams) (store.Effect, error) {
+	var effect store.Effect
+	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
+		if err := fenceCall(ctx, tx, p.Fence, p.LeaseExpires); err != nil {
+			return err
+		}
+		var err error
+		effect, err = scanEffect(tx.QueryRowContext(ctx, effectAttemptSQL,
+			sql.Named("tenant", p.Tenant),
+			sql.Named("key", p.Key),
+			sql.Named("epoch", p.Fence.Epoch),
+			sql.Named("in_flight_until", nanos(p.InFlightUntil)),
+			sql.Named("now", nanos(p.Now)),
+		))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("no unsettled intent: %w", store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, p.Fence.RunID, p.Events)
+	})
+	if err != nil {
+		return store.Effect{}, fmt.Errorf("start attempt %s: %w", p.Key, err)
+	}
+	return effect, nil
+}
+
+// EndCalls records that the last calls under keys have returned, under the
+// run's lease.
+func (s *Store) EndCalls(ctx context.Context, p store.EndCallsParams) error {
+	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
+		if err := fenceCall(ctx, tx, p.Fence, time.Time{}); err != nil {
+			return err
+		}
+		for _, key := range p.Keys {
+			if _, err := tx.ExecContext(ctx, effectEndCallSQL,
+				sql.Named("tenant", p.Tenant), sql.Named("key", key), sql.Named("now", nanos(p.Now))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("end calls of run %s: %w", p.Fence.RunID, err)
+	}
+	return nil
+}
+
+// fenceCall checks the fence of a write that precedes a call and, when
+// expires is set, renews the lease with it.
+func fenceCall(ctx context.Context, tx *writeTx, f store.Fence, expires time.Time) error {
+	if !expires.IsZero() {
+		res, err := tx.ExecContext(ctx, runFenceRenewSQL,
+			sql.Named("id", f.RunID),
+			sql.Named("owner", f.Owner),
+			sql.Named("epoch", f.Epoch),
+			sql.Named("expires", nanos(expires)),
+		)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res)
+	}
+	var fenced int
+	err := tx.QueryRowContext(ctx, runFencedSQL,
+		sql.Named("id", f.RunID),
+		sql.Named("owner", f.Owner),
+		sql.Named("epoch", f.Epoch),
+	).Scan(&fenced)
+	if err != nil {
+		return err
+	}
+	if fenced == 0 {
+		return store.ErrLeaseLost
+	}
+	return nil
 }
 
 // Effects returns the ledger rows of a run in the order they were begun. An
@@ -160,16 +232,18 @@ func settleEffects(ctx context.Context, tx *writeTx, now time.Time, us []store.E
 // scanEffect reads the columns every effect query selects, in their order.
 func scanEffect(row scanner) (store.Effect, error) {
 	var (
-		e           store.Effect
-		created, up int64
+		e                     store.Effect
+		inFlight, created, up int64
 	)
 	err := row.Scan(
 		&e.Tenant, &e.Key, &e.RunID, &e.Tool, &e.ArgsHash, (*[]byte)(&e.Args),
-		(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts, &created, &up,
+		(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts,
+		&e.Epoch, &inFlight, &created, &up,
 	)
 	if err != nil {
 		return store.Effect{}, err
 	}
+	e.InFlightUntil = fromNanos(inFlight)
 	e.CreatedAt = fromNanos(created)
 	e.UpdatedAt = fromNanos(up)
 	return e, nil

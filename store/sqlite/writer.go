@@ -289,8 +289,8 @@ func (w *writer) closeDB() error {
 var writeQueries = slices.Concat(eventInserts, messageInserts, []string{
 	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL, dataVersionSQL, userVersionSQL,
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
-	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL,
-	effectGetSQL, effectInsertSQL, effectRetrySQL, effectRestartSQL, effectSettleSQL,
+	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL, runFenceRenewSQL,
+	effectGetSQL, effectInsertSQL, effectAttemptSQL, effectEndCallSQL, effectRestartSQL, effectSettleSQL,
 	outboxInsertSQL,
 	deliveryFanOutSQL, outboxDispatchSQL, deliveryDueSQL, deliveryLeaseSQL, deliverySettleSQL,
 })

@@ -48,6 +48,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"BeginEffectTenantScope", testBeginEffectTenantScope},
 		{"BeginEffectStaleFence", testBeginEffectStaleFence},
 		{"BeginEffectAfterFailure", testBeginEffectAfterFailure},
+		{"EffectWritesRenewTheLease", testEffectWritesRenewTheLease},
+		{"EndCalls", testEndCalls},
 		{"CheckpointSettlesEffect", testCheckpointSettlesEffect},
 		{"CheckpointMissingEffect", testCheckpointMissingEffect},
 		{"ConcurrentCheckpoints", testConcurrentCheckpoints},
@@ -340,6 +342,8 @@ func checkEffect(t *testing.T, what string, got, want store.Effect) {
 	d.eq("Result", got.Result, want.Result)
 	d.eq("Step", got.Step, want.Step)
 	d.eq("Attempts", got.Attempts, want.Attempts)
+	d.eq("Epoch", got.Epoch, want.Epoch)
+	d.eq("InFlightUntil", got.InFlightUntil, want.InFlightUntil)
 	d.eq("CreatedAt", got.CreatedAt, want.CreatedAt)
 	d.eq("UpdatedAt", got.UpdatedAt, want.UpdatedAt)
 	d.report(t, what)

@@ -1,5 +1,5 @@
 SELECT tenant, key, run_id, tool, args_hash, args, state, result, step, attempts,
-    created_at, updated_at
+    epoch, in_flight_until, created_at, updated_at
 FROM effects
 WHERE tenant = (SELECT tenant FROM runs WHERE id = @run_id) AND run_id = @run_id
     AND (@tenant = '' OR tenant = @tenant)

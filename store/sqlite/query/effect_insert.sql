@@ -1,9 +1,9 @@
 INSERT INTO effects (
     tenant, key, run_id, tool, args_hash, args, state, result, step, attempts,
-    created_at, updated_at
+    epoch, in_flight_until, created_at, updated_at
 ) VALUES (
     @tenant, @key, @run_id, @tool, @args_hash, @args, 'pending', @result, @step, 1,
-    @now, @now
+    @epoch, @in_flight_until, @now, @now
 )
 RETURNING tenant, key, run_id, tool, args_hash, args, state, result, step, attempts,
-    created_at, updated_at;
+    epoch, in_flight_until, created_at, updated_at;
