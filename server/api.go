@@ -3,9 +3,7 @@ package server
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -93,31 +91,6 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNotFound("no such endpoint: "+r.Method+" "+r.URL.Path+"; see the README's API section"))
 	})
-}
-
-// decodeBody reads one JSON object into v: unknown fields, trailing data
-// and a wrong content type are refused.
-func decodeBody(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return &apiError{status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type",
-			Message: "send the body as JSON with Content-Type: application/json"}
-	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		if errors.Is(err, io.EOF) {
-			return errBadRequest("invalid_body", "the body is empty; send a JSON object")
-		}
-		return errBadRequest("invalid_body", "the body is not the JSON object this endpoint takes: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if dec.More() {
-		return errBadRequest("invalid_body", "the body has data after its JSON object; send one object")
-	}
-	return nil
 }
 
 // --- runs ---

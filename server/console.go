@@ -17,6 +17,7 @@ import (
 	"github.com/belayrun/belay/internal/text"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 //go:embed console/*.html
@@ -357,8 +358,10 @@ func (s *Server) decisionForm(w http.ResponseWriter, r *http.Request, p Principa
 		Note: strings.ToValidUTF8(strings.TrimSpace(r.PostFormValue("note")), "\uFFFD")}
 	if req.Decision == "edit" {
 		req.Arguments = json.RawMessage(strings.TrimSpace(r.PostFormValue("arguments")))
-		if !json.Valid(req.Arguments) {
-			return s.cardWithError(r, p, "The edited arguments are not valid JSON.")
+		// IsValid holds JSON to RFC 7493, which refuses a name given twice,
+		// as the API's bodies do.
+		if !jsontext.Value(req.Arguments).IsValid() {
+			return s.cardWithError(r, p, "The edited arguments are not valid JSON, or name a field twice.")
 		}
 	}
 	if err := req.validate(); err != nil {

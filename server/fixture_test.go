@@ -198,17 +198,25 @@ func (r response) json(t *testing.T, v any) {
 // code is the error code of an error response.
 func (r response) code(t *testing.T) string {
 	t.Helper()
+	return r.apiError(t).Code
+}
+
+// message is the message of an error response.
+func (r response) message(t *testing.T) string {
+	t.Helper()
+	return r.apiError(t).Message
+}
+
+func (r response) apiError(t *testing.T) apiError {
+	t.Helper()
 	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+		Error apiError `json:"error"`
 	}
 	r.json(t, &e)
 	if e.Error.Message == "" {
 		t.Errorf("error %q without a message", e.Error.Code)
 	}
-	return e.Error.Code
+	return e.Error
 }
 
 // do sends a request; headers alternate names and values.
