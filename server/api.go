@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,17 +101,16 @@ type runRequest struct {
 	DryRun bool   `json:"dry_run,omitempty"`
 }
 
-var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,200}$`)
-
 const maxInput = 64 << 10
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request, p Principal) error {
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
+	header := r.Header.Get("Idempotency-Key")
+	if header == "" {
 		return errBadRequest("idempotency_key_required", "send an Idempotency-Key header: one run per (user, key); a retry with the same key returns the same run")
 	}
-	if !idempotencyKeyPattern.MatchString(key) {
-		return errBadRequest("idempotency_key_malformed", "the Idempotency-Key must be 1-200 letters, digits or . _ : ~ -")
+	key, err := parseIdempotencyKey(header)
+	if err != nil {
+		return err
 	}
 	var req runRequest
 	if err := decodeBody(r, &req); err != nil {
