@@ -108,7 +108,11 @@ func (s *Server) page(h pageHandler, roles ...store.Role) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-		pg, err := h(w, r, p)
+		err := parseForm(r)
+		var pg *page
+		if err == nil {
+			pg, err = h(w, r, p)
+		}
 		if err != nil {
 			ae := classify(err)
 			if ae.status >= 500 {
@@ -168,6 +172,11 @@ func safeNext(next string) string {
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := parseForm(r); err != nil {
+		ae := classify(err)
+		s.render(w, ae.status, "login", &page{Title: "Sign in", Nav: "login", Data: "/console/", Error: ae.Message})
+		return
+	}
 	next := safeNext(r.PostFormValue("next"))
 	p, err := s.verifyKey(r.Context(), strings.TrimSpace(r.PostFormValue("key")))
 	if err != nil {

@@ -186,6 +186,8 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	// closes says the server closes the connection after the response.
+	closes bool
 }
 
 func (r response) json(t *testing.T, v any) {
@@ -258,7 +260,7 @@ func (f *fixture) do(method, path, key string, body any, headers ...string) resp
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return response{status: res.StatusCode, header: res.Header, body: raw}
+	return response{status: res.StatusCode, header: res.Header, body: raw, closes: res.Close}
 }
 
 // start starts a run through the API and returns it.
