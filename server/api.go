@@ -3,12 +3,9 @@ package server
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,31 +92,6 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	})
 }
 
-// decodeBody reads one JSON object into v: unknown fields, trailing data
-// and a wrong content type are refused.
-func decodeBody(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return &apiError{status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type",
-			Message: "send the body as JSON with Content-Type: application/json"}
-	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		if errors.Is(err, io.EOF) {
-			return errBadRequest("invalid_body", "the body is empty; send a JSON object")
-		}
-		return errBadRequest("invalid_body", "the body is not the JSON object this endpoint takes: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if dec.More() {
-		return errBadRequest("invalid_body", "the body has data after its JSON object; send one object")
-	}
-	return nil
-}
-
 // --- runs ---
 
 type runRequest struct {
@@ -129,17 +101,16 @@ type runRequest struct {
 	DryRun bool   `json:"dry_run,omitempty"`
 }
 
-var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,200}$`)
-
 const maxInput = 64 << 10
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request, p Principal) error {
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
+	header := r.Header.Get("Idempotency-Key")
+	if header == "" {
 		return errBadRequest("idempotency_key_required", "send an Idempotency-Key header: one run per (user, key); a retry with the same key returns the same run")
 	}
-	if !idempotencyKeyPattern.MatchString(key) {
-		return errBadRequest("idempotency_key_malformed", "the Idempotency-Key must be 1-200 letters, digits or . _ : ~ -")
+	key, err := parseIdempotencyKey(header)
+	if err != nil {
+		return err
 	}
 	var req runRequest
 	if err := decodeBody(r, &req); err != nil {

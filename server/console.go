@@ -17,6 +17,7 @@ import (
 	"github.com/belayrun/belay/internal/text"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 //go:embed console/*.html
@@ -107,7 +108,11 @@ func (s *Server) page(h pageHandler, roles ...store.Role) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-		pg, err := h(w, r, p)
+		err := parseForm(r)
+		var pg *page
+		if err == nil {
+			pg, err = h(w, r, p)
+		}
 		if err != nil {
 			ae := classify(err)
 			if ae.status >= 500 {
@@ -167,6 +172,11 @@ func safeNext(next string) string {
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := parseForm(r); err != nil {
+		ae := classify(err)
+		s.render(w, ae.status, "login", &page{Title: "Sign in", Nav: "login", Data: "/console/", Error: ae.Message})
+		return
+	}
 	next := safeNext(r.PostFormValue("next"))
 	p, err := s.verifyKey(r.Context(), strings.TrimSpace(r.PostFormValue("key")))
 	if err != nil {
@@ -357,8 +367,10 @@ func (s *Server) decisionForm(w http.ResponseWriter, r *http.Request, p Principa
 		Note: strings.ToValidUTF8(strings.TrimSpace(r.PostFormValue("note")), "\uFFFD")}
 	if req.Decision == "edit" {
 		req.Arguments = json.RawMessage(strings.TrimSpace(r.PostFormValue("arguments")))
-		if !json.Valid(req.Arguments) {
-			return s.cardWithError(r, p, "The edited arguments are not valid JSON.")
+		// IsValid holds JSON to RFC 7493, which refuses a name given twice,
+		// as the API's bodies do.
+		if !jsontext.Value(req.Arguments).IsValid() {
+			return s.cardWithError(r, p, "The edited arguments are not valid JSON, or name a field twice.")
 		}
 	}
 	if err := req.validate(); err != nil {

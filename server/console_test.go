@@ -129,6 +129,12 @@ func TestConsoleDecisions(t *testing.T) {
 		if status != 200 || !strings.Contains(body, "not valid JSON") {
 			t.Errorf("bad edit: %d", status)
 		}
+		// So is one that names a field twice: which of the two would run?
+		twice := strings.Replace(compactJSON(a.Args), `"amount_usd":`, `"amount_usd":1,"amount_usd":`, 1)
+		status, _, body = post(t, c, decide, url.Values{"decision": {"edit"}, "binding": {a.Binding}, "arguments": {twice}})
+		if status != 200 || !strings.Contains(body, "name a field twice") {
+			t.Errorf("an edit with a field twice (%s): %d", twice, status)
+		}
 		if got := f.pending(approver); len(got) != 1 {
 			t.Fatalf("refused forms decided: %+v", got)
 		}

@@ -36,12 +36,16 @@ func errBadRequest(code, format string, args ...any) *apiError {
 func classify(err error) *apiError {
 	var ae *apiError
 	var mbe *http.MaxBytesError
+	var bte *bodyTimeoutError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &mbe):
 		return &apiError{status: http.StatusRequestEntityTooLarge, Code: "body_too_large",
 			Message: fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)}
+	case errors.As(err, &bte):
+		return &apiError{status: http.StatusRequestTimeout, Code: "request_timeout",
+			Message: bte.Error() + "; send the whole body with the request, then retry on a new connection"}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, belay.ErrApprovalNotFound):
 		return errNotFound("no such resource in this tenant")
 	case errors.Is(err, belay.ErrSelfApproval):

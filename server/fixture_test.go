@@ -186,6 +186,8 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	// closes says the server closes the connection after the response.
+	closes bool
 }
 
 func (r response) json(t *testing.T, v any) {
@@ -198,17 +200,25 @@ func (r response) json(t *testing.T, v any) {
 // code is the error code of an error response.
 func (r response) code(t *testing.T) string {
 	t.Helper()
+	return r.apiError(t).Code
+}
+
+// message is the message of an error response.
+func (r response) message(t *testing.T) string {
+	t.Helper()
+	return r.apiError(t).Message
+}
+
+func (r response) apiError(t *testing.T) apiError {
+	t.Helper()
 	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+		Error apiError `json:"error"`
 	}
 	r.json(t, &e)
 	if e.Error.Message == "" {
 		t.Errorf("error %q without a message", e.Error.Code)
 	}
-	return e.Error.Code
+	return e.Error
 }
 
 // do sends a request; headers alternate names and values.
@@ -250,7 +260,7 @@ func (f *fixture) do(method, path, key string, body any, headers ...string) resp
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return response{status: res.StatusCode, header: res.Header, body: raw}
+	return response{status: res.StatusCode, header: res.Header, body: raw, closes: res.Close}
 }
 
 // start starts a run through the API and returns it.

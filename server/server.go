@@ -34,6 +34,11 @@ type Config struct {
 	SessionTTL time.Duration
 	// MaxBody bounds a request body. Default 1 MiB.
 	MaxBody int64
+	// BodyTimeout bounds how long a request body may take to arrive,
+	// counted from the end of its headers; a body still arriving then is
+	// answered 408 and its connection closed. A request without a body,
+	// such as the console's live stream, is not bounded. Default 10 s.
+	BodyTimeout time.Duration
 	// LivePoll is how often a live console view looks for changes.
 	// Default 500 ms.
 	LivePoll time.Duration
@@ -83,6 +88,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 10 * time.Second
+	}
 	if cfg.LivePoll <= 0 {
 		cfg.LivePoll = 500 * time.Millisecond
 	}
@@ -121,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 		writeError(w, &apiError{status: http.StatusForbidden, Code: "cross_origin",
 			Message: "cross-origin requests that change state are refused; use the console on its own origin, or an API client"})
 	}))
-	s.handler = securityHeaders(cop.Handler(mux))
+	s.handler = s.limitBodyTime(securityHeaders(cop.Handler(mux)))
 	return s, nil
 }
 

@@ -46,11 +46,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	allowPrivateWebhooks := fs.Bool("allow-private-webhooks", false,
 		"let webhooks reach loopback, private, link-local and other non-public addresses, for development and tests; "+
 			"by default such URLs are refused at registration and deliveries to them fail")
+	bodyTimeout := fs.Duration("body-timeout", 10*time.Second,
+		"how long a request body may take to arrive after its headers; a slower one is answered 408 and its connection closed")
 	configPath := fs.String("config", "", "agents from a file (models, instructions, MCP servers, policy, budget) instead of the support desk")
 	slow := slowToolFlag(fs)
 	keepEnded := fs.String("keep-ended", "", "delete runs that ended longer ago than this, with all they own: 90d, 720h (default: keep every run)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
+	}
+	if *bodyTimeout <= 0 {
+		return usageError{"serve: --body-timeout must be positive, like 10s"}
 	}
 	var keep time.Duration
 	if *keepEnded != "" {
@@ -121,10 +126,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		base = "http://" + ln.Addr().String()
 	}
 	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, SecureCookies: *secureCookies,
-		AllowPrivateWebhooks: *allowPrivateWebhooks, Operational: map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}})
+		AllowPrivateWebhooks: *allowPrivateWebhooks, BodyTimeout: *bodyTimeout,
+		Operational: map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}})
 	if err != nil {
 		return err
 	}
+	// Headers are bounded here and bodies by the server's BodyTimeout; a
+	// WriteTimeout would cut the console's live streams.
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	srv.RegisterOnShutdown(api.CloseLive)
 	go func() {
