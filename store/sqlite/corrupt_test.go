@@ -230,3 +230,32 @@ func TestHealthOfIntactStore(t *testing.T) {
 		t.Errorf("Health of an intact store: %v", err)
 	}
 }
+
+// The schema is read at open: a file whose schema pages are damaged is
+// refused there, and left as it is.
+func TestOpenDamagedSchema(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	s, err := Open(t.Context(), path, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sqlitetest.DamageLeaves(t, path, "sqlite_schema")
+	before := fileDigest(t, path)
+	s, err = Open(t.Context(), path, Config{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a file whose schema is damaged: no error")
+	}
+	for _, want := range []string{path, "corrupt", "move it aside"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if after := fileDigest(t, path); after != before {
+		t.Error("Open changed a file it refused")
+	}
+}

@@ -113,9 +113,20 @@ type Store struct {
 // Open opens the Belay database at path, creating it if it does not exist
 // and migrating it to the schema this binary knows.
 //
-// A file that is not SQLite, a SQLite file of another application
-// (store.ErrNotBelay) and a Belay file of a newer schema
-// (store.ErrSchemaTooNew) are refused without being modified.
+// A file that is not SQLite (its header is not SQLite's), a SQLite file of
+// another application (store.ErrNotBelay), a Belay file of a newer schema
+// (store.ErrSchemaTooNew) and one whose schema SQLite cannot read are
+// refused without being modified.
+//
+// Open reads no other page: damage to the pages of tables and indexes is
+// found by the first statement that reaches it, and the store then writes
+// nothing more (see Health). Open runs no integrity check because one reads
+// the whole file: on a store of 10,000 runs of 8 steps (87 MB, page cache
+// warm, 2 shared cores) Open takes 3 ms, SQLite's quick_check 150-220 ms
+// and integrity_check 390-580 ms, and both grow with the file, on every
+// start of a worker and every belay command. Check (belay check) runs them
+// when an operator asks; and no check at open would find damage that comes
+// after it.
 func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

@@ -25,8 +25,8 @@ import (
 // type, so SQLite finds every page it fills unreadable.
 const Garbage = 0xa5
 
-//go:embed interior_pages.sql
-var interiorPagesSQL string
+//go:embed pages.sql
+var pagesSQL string
 
 // CreateRuns creates n runs in tenant "t", each with one trace event: with
 // a hundred or more, the runs and events b-trees have interior pages.
@@ -60,6 +60,19 @@ func CreateRuns(t testing.TB, s store.Store, n int) {
 // the b-tree has no interior page; it needs more rows.
 func DamageInterior(t testing.TB, path, name string) []int64 {
 	t.Helper()
+	return damage(t, path, name, "internal")
+}
+
+// DamageLeaves is DamageInterior for the leaf pages of name, those that
+// hold its rows, except the file's first page: that holds the file's
+// header, and without it the file is no SQLite file at all.
+func DamageLeaves(t testing.TB, path, name string) []int64 {
+	t.Helper()
+	return damage(t, path, name, "leaf")
+}
+
+func damage(t testing.TB, path, name, pageType string) []int64 {
+	t.Helper()
 	if info, err := os.Stat(path + "-wal"); err == nil && info.Size() > 0 {
 		t.Fatalf("damage %s: its write-ahead log holds pages; close the store first", path)
 	}
@@ -71,7 +84,7 @@ func DamageInterior(t testing.TB, path, name string) []int64 {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(interiorPagesSQL, sql.Named("name", name))
+	rows, err := db.Query(pagesSQL, sql.Named("name", name), sql.Named("pagetype", pageType))
 	if err != nil {
 		t.Fatalf("damage %s: %v", path, err)
 	}
@@ -82,7 +95,9 @@ func DamageInterior(t testing.TB, path, name string) []int64 {
 		if err := rows.Scan(&p.no, &p.offset, &p.size); err != nil {
 			t.Fatal(err)
 		}
-		pages = append(pages, p)
+		if p.no != 1 {
+			pages = append(pages, p)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatalf("damage %s: %v", path, err)
@@ -91,7 +106,7 @@ func DamageInterior(t testing.TB, path, name string) []int64 {
 		t.Fatal(err)
 	}
 	if len(pages) == 0 {
-		t.Fatalf("damage %s: %s has no interior page: create more rows", path, name)
+		t.Fatalf("damage %s: %s has no %s page besides the first: create more rows", path, name, pageType)
 	}
 
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
