@@ -121,7 +121,7 @@ type Store struct {
 // Open reads no other page: damage to the pages of tables and indexes is
 // found by the first statement that reaches it, and the store then writes
 // nothing more (see Health). Open runs no integrity check because one reads
-// the whole file: on a store of 10,000 runs of 8 steps (87 MB, page cache
+// the whole file: on a store of 10,000 runs of 8 steps (83 MB, page cache
 // warm, 2 shared cores) Open takes 3 ms, SQLite's quick_check 150-220 ms
 // and integrity_check 390-580 ms, and both grow with the file, on every
 // start of a worker and every belay command. Check (belay check) runs them
