@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,7 +14,9 @@ import (
 // and approvals waiting for a person, across every worker sharing the
 // store, not only this process. A store with a writer of its own (SQLite)
 // also reports this process's commits, the writes they carried and the
-// waits for another process writing the same file.
+// waits for another process writing the same file; one that can find
+// itself unfit to write (store.HealthChecker) reports whether its file is
+// damaged.
 type StoreCollector struct {
 	store   store.Store
 	runs    *prometheus.Desc
@@ -23,6 +26,10 @@ type StoreCollector struct {
 	// writer is nil for a store that keeps no writer counters.
 	writer                              interface{ WriterStats() store.WriterStats }
 	commits, writes, written, lockWaits *prometheus.Desc
+
+	// health is nil for a store that has no health of its own.
+	health  store.HealthChecker
+	corrupt *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*StoreCollector)(nil)
@@ -47,6 +54,11 @@ func NewStoreCollector(s store.Store) *StoreCollector {
 		c.lockWaits = prometheus.NewDesc("belay_store_lock_waits_total",
 			"Transactions that found another process writing the same database file and waited for it.", nil, nil)
 	}
+	if h, ok := s.(store.HealthChecker); ok {
+		c.health = h
+		c.corrupt = prometheus.NewDesc("belay_store_corrupt",
+			"1 once the store found its database file damaged and stopped writing to it (run belay check), else 0.", nil, nil)
+	}
 	return c
 }
 
@@ -60,6 +72,9 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.writes
 		ch <- c.written
 		ch <- c.lockWaits
+	}
+	if c.health != nil {
+		ch <- c.corrupt
 	}
 }
 
@@ -75,6 +90,13 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if c.health != nil {
+		corrupt := 0.0
+		if errors.Is(c.health.Health(ctx), store.ErrCorrupt) {
+			corrupt = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.GaugeValue, corrupt)
+	}
 	counts, err := c.store.Counts(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)

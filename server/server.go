@@ -145,9 +145,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }
 
+// readyz fails while the store cannot take writes: it does not answer, or
+// it found its file damaged and writes nothing more (the server would
+// answer every run with an error). A load balancer then sends requests to
+// another server, and an operator learns what to do from the message; the
+// file's name and SQLite's words go to the log, not to whoever asks.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	if hc, ok := s.st.(store.HealthChecker); ok {
+		if err := hc.Health(ctx); err != nil {
+			s.cfg.Logger.Error("store not ready", "err", err)
+			if errors.Is(err, store.ErrCorrupt) {
+				writeError(w, &apiError{status: http.StatusServiceUnavailable, Code: "store_corrupt",
+					Message: "the database file is damaged and belay writes nothing more to it: stop every belay process on it, run belay check --db PATH, and restore it from the latest copy belay backup wrote"})
+				return
+			}
+			writeError(w, &apiError{status: http.StatusServiceUnavailable, Code: "store_unavailable",
+				Message: "the database cannot take writes; the server's log says why"})
+			return
+		}
+	}
 	if _, _, err := s.st.KillSwitch(ctx, ""); err != nil {
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, Code: "store_unavailable",
 			Message: "the database does not answer; check its logs and the server's --db / --database-url"})

@@ -34,7 +34,21 @@ var (
 	// ErrBindingMismatch: the decision names other arguments, another policy
 	// version or another expiry than the approval it was made for.
 	ErrBindingMismatch = errors.New("decision does not match the approval it was made for")
+	// ErrCorrupt: the database file is damaged (SQLite found a page it
+	// cannot read). A store that finds it writes nothing more to the file;
+	// reads go on where the pages they need are sound.
+	ErrCorrupt = errors.New("database file is corrupt")
 )
+
+// HealthChecker is a store that can find itself unfit to take writes while
+// it runs: the SQLite store, once a statement has found its file damaged.
+// Readiness checks and metrics ask it; a store that does not implement it
+// has no such state.
+type HealthChecker interface {
+	// Health returns nil while the store takes writes, or why it does not:
+	// an error wrapping ErrCorrupt, whose message says what to do.
+	Health(ctx context.Context) error
+}
 
 // Counts is how many runs are in each status, and how many approvals wait
 // for a person.

@@ -63,6 +63,7 @@ func commands() []command {
 		{name: "killswitch", summary: "stop or restart model calls for a tenant or everyone", run: runKillSwitch},
 		{name: "prune", summary: "delete runs that ended longer ago than --older-than, with all they own", run: runPrune},
 		{name: "backup", summary: "write a consistent copy of the SQLite database while workers go on", run: runBackup},
+		{name: "check", summary: "run SQLite's integrity check over the database file; exit status 1 if it is damaged", run: runCheck},
 		{name: "bench", summary: "measure durable steps per second and per-step overhead", run: runBench},
 		{name: "policy", summary: "policy tools: simulate a policy file against traffic", run: runPolicy},
 		{name: "worker", summary: "execute due runs of the support agent (used by demo)", run: runWorker, hidden: true},

@@ -53,7 +53,7 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 func (s *Store) vacuumInto(ctx context.Context, path string) error {
 	// VACUUM INTO writes a file, which a query_only connection may not;
 	// it reads the database as any reader does.
-	db, err := sql.Open("sqlite", fileURI(s.path, pragmas(s.cfg)))
+	db, err := openWatched(fileURI(s.path, pragmas(s.cfg)), s.damage)
 	if err != nil {
 		return err
 	}

@@ -163,6 +163,9 @@ func readHeader(path string) ([]byte, error) {
 
 // openError explains a file SQLite cannot read as a database.
 func openError(path string, err error) error {
+	if errors.Is(err, store.ErrCorrupt) {
+		return err // the store's own connections say what to do already
+	}
 	var e *sqlitedriver.Error
 	notDB := errors.Is(err, errNoHeader)
 	if errors.As(err, &e) {

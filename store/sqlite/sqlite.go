@@ -14,11 +14,15 @@
 // Several processes may open the same file: write transactions take the
 // write lock up front (BEGIN IMMEDIATE) and wait for it up to BusyTimeout,
 // and writers that see each other take turns, so that none starves.
+//
+// A statement that finds the file damaged (SQLite's "database disk image is
+// malformed") stops the store's writes for good: that write, the others of
+// its batch and every later one fail with store.ErrCorrupt, and Health
+// reports it. Reads go on where the pages they need are sound.
 package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -34,7 +38,10 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store         = (*Store)(nil)
+	_ store.HealthChecker = (*Store)(nil)
+)
 
 // migrateWait is how long opening a file waits for another process that
 // holds its write lock, migrating it say.
@@ -92,6 +99,9 @@ func (c Config) validate() error {
 type Store struct {
 	writer *writer
 	read   *reader
+	// damage is shared by every connection of the store: once one finds
+	// the file damaged, the writer takes no more writes.
+	damage *damage
 	// path and cfg open the connections a Backup needs.
 	path string
 	cfg  Config
@@ -103,9 +113,20 @@ type Store struct {
 // Open opens the Belay database at path, creating it if it does not exist
 // and migrating it to the schema this binary knows.
 //
-// A file that is not SQLite, a SQLite file of another application
-// (store.ErrNotBelay) and a Belay file of a newer schema
-// (store.ErrSchemaTooNew) are refused without being modified.
+// A file that is not SQLite (its header is not SQLite's), a SQLite file of
+// another application (store.ErrNotBelay), a Belay file of a newer schema
+// (store.ErrSchemaTooNew) and one whose schema SQLite cannot read are
+// refused without being modified.
+//
+// Open reads no other page: damage to the pages of tables and indexes is
+// found by the first statement that reaches it, and the store then writes
+// nothing more (see Health). Open runs no integrity check because one reads
+// the whole file: on a store of 10,000 runs of 8 steps (83 MB, page cache
+// warm, 2 shared cores) Open takes 3 ms, SQLite's quick_check 150-220 ms
+// and integrity_check 390-580 ms, and both grow with the file, on every
+// start of a worker and every belay command. Check (belay check) runs them
+// when an operator asks; and no check at open would find damage that comes
+// after it.
 func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -123,18 +144,27 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 
-	w, err := openWriter(ctx, path, cfg, ms)
+	d := &damage{path: path}
+	w, err := openWriter(ctx, path, cfg, ms, d)
 	if err != nil {
 		return nil, err
 	}
-	read, err := sql.Open("sqlite", readerDSN(path, cfg))
+	read, err := openWatched(readerDSN(path, cfg), d)
 	if err != nil {
 		w.close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	read.SetMaxOpenConns(readConns)
 	read.SetMaxIdleConns(readConns)
-	return &Store{writer: w, read: &reader{db: read}, path: path, cfg: cfg}, nil
+	return &Store{writer: w, read: &reader{db: read}, damage: d, path: path, cfg: cfg}, nil
+}
+
+// Health returns nil until a statement of the store finds its file
+// damaged, then an error wrapping store.ErrCorrupt that says what to do;
+// from then on every write fails with that error. It reads nothing from
+// the file.
+func (s *Store) Health(ctx context.Context) error {
+	return s.damage.found()
 }
 
 // Close stops the writer after the batch in flight, then closes the
@@ -166,10 +196,13 @@ var sizeSQL string
 // into the main file.
 func (s *Store) Size(ctx context.Context) (int64, error) {
 	// The checkpoint does not fail when a reader in another process holds it
-	// back; the size is then that of the pages checkpointed so far.
-	var busy, logPages, done int64
-	if err := s.read.QueryRowContext(ctx, walCheckpointSQL).Scan(&busy, &logPages, &done); err != nil {
-		return 0, fmt.Errorf("checkpoint wal: %w", err)
+	// back; the size is then that of the pages checkpointed so far. A
+	// damaged file is not written to, not even by a checkpoint.
+	if s.damage.found() == nil {
+		var busy, logPages, done int64
+		if err := s.read.QueryRowContext(ctx, walCheckpointSQL).Scan(&busy, &logPages, &done); err != nil {
+			return 0, fmt.Errorf("checkpoint wal: %w", err)
+		}
 	}
 	var n int64
 	if err := s.read.QueryRowContext(ctx, sizeSQL).Scan(&n); err != nil {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/belayrun/belay/store"
 )
 
 // ErrClosed is returned by writes made after Close.
@@ -41,6 +43,9 @@ type writer struct {
 	stmts    map[string]*sql.Stmt
 	maxBatch int
 	turns    turns
+	// damage stops the writer for good once a statement of the store
+	// finds the file damaged.
+	damage *damage
 
 	// requests is unbuffered: a request is either taken by the writer, which
 	// then always replies, or never sent.
@@ -68,14 +73,15 @@ type request struct {
 
 // openWriter opens the write connection, migrates the database and starts
 // the writer goroutine.
-func openWriter(ctx context.Context, path string, cfg Config, ms []migration) (*writer, error) {
-	db, err := sql.Open("sqlite", writerDSN(path, cfg))
+func openWriter(ctx context.Context, path string, cfg Config, ms []migration, d *damage) (*writer, error) {
+	db, err := openWatched(writerDSN(path, cfg), d)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
 	w := &writer{
 		db:       db,
+		damage:   d,
 		stmts:    make(map[string]*sql.Stmt, len(writeQueries)),
 		maxBatch: cfg.MaxBatch,
 		requests: make(chan *request),
@@ -118,8 +124,12 @@ func openWriter(ctx context.Context, path string, cfg Config, ms []migration) (*
 // written: once the writer has taken the request, do waits for its outcome
 // (the writer skips a request whose context ended before its turn, and
 // answers every request it takes), so a caller never hears "canceled" of a
-// write that committed.
+// write that committed. Once the file is known to be damaged, do fails at
+// once and nothing reaches the file.
 func (w *writer) do(ctx context.Context, bytes int64, fn func(ctx context.Context, tx *writeTx) error) error {
+	if err := w.damage.found(); err != nil {
+		return err
+	}
 	r := &request{ctx: ctx, fn: fn, bytes: bytes, err: make(chan error, 1)}
 	select {
 	case w.requests <- r:
@@ -173,14 +183,25 @@ func (w *writer) run() {
 
 // commit runs the batch in one transaction and sets errs[i] to the outcome
 // of batch[i]. If the transaction as a whole fails, nothing of the batch is
-// written and every request fails.
+// written and every request fails. If it failed because the file is
+// damaged, every request that ran fails with that error, whatever else it
+// met: none was written, and none will be.
 func (w *writer) commit(batch []*request, errs []error) {
 	clear(errs)
-	if err := w.execute(batch, errs); err != nil {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = err
-			}
+	err := w.execute(batch, errs)
+	if err == nil {
+		return
+	}
+	corrupt := errors.Is(err, store.ErrCorrupt)
+	for i := range errs {
+		switch {
+		case errs[i] == nil:
+			errs[i] = err
+		case corrupt && !errors.Is(errs[i], store.ErrCorrupt) &&
+			!errors.Is(errs[i], context.Canceled) && !errors.Is(errs[i], context.DeadlineExceeded):
+			// A request skipped because its caller gave up keeps
+			// saying so.
+			errs[i] = err
 		}
 	}
 }
@@ -210,6 +231,9 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 	// The transaction must not end with one caller's context: it carries
 	// the others' writes too.
 	ctx := context.Background()
+	if err := w.damage.found(); err != nil {
+		return err
+	}
 	tx := &writeTx{conn: w.conn, stmts: w.stmts}
 	if err := w.turns.begin(tx); err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -228,6 +252,12 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 		}
 		ran++
 		errs[i] = r.fn(ctx, tx)
+		// A request, or a reader meanwhile, may have found the file
+		// damaged: nothing of the batch is committed then.
+		if err := w.damage.found(); err != nil {
+			tx.rollback()
+			return err
+		}
 		if errs[i] == nil {
 			if savepoints {
 				if _, err := tx.ExecContext(ctx, releaseSQL); err != nil {
