@@ -289,7 +289,7 @@ var ErrSelfApproval = errors.New("the requester of a run cannot decide its appro
 // arguments against the tool's schema; here they are checked when the call
 // runs, and refused then if they do not fit.
 func DecideApproval(ctx context.Context, s store.Store, tenant, id string, d ApprovalDecision) (store.Approval, error) {
-	return decideApproval(ctx, s, time.Now(), tenant, id, d, func(store.Run, string) *Tool { return nil })
+	return storeOperator(s).decide(ctx, tenant, id, d)
 }
 
 // Decide records a decision on a pending approval. Edited arguments must fit
@@ -297,27 +297,18 @@ func DecideApproval(ctx context.Context, s store.Store, tenant, id string, d App
 // their original values. When the last pending decision of the run's turn
 // is taken, the run is queued and any worker executes the turn.
 func (r *Runtime) Decide(ctx context.Context, tenant, id string, d ApprovalDecision) (store.Approval, error) {
-	a, err := decideApproval(ctx, r.store, r.cfg.now(), tenant, id, d, func(run store.Run, tool string) *Tool {
-		if agent, ok := r.agents[run.Agent]; ok {
-			return agent.tools[tool]
-		}
-		return nil
-	})
-	if err == nil {
-		r.poke()
-		if obs := r.cfg.Observer; obs != nil {
-			obs.Event(ObservedRun{ID: a.RunID, Tenant: a.Tenant}, event(a.Step, a.DecidedAt, "approval_decided",
-				map[string]any{"approval_id": a.ID, "status": a.Status, "by": a.DecidedBy, "category": a.Category,
-					"decision_s": a.DecidedAt.Sub(a.CreatedAt).Seconds()}))
-		}
+	a, err := r.operator().decide(ctx, tenant, id, d)
+	if err != nil {
+		return store.Approval{}, err
 	}
-	return a, err
+	r.poke()
+	return a, nil
 }
 
-// decideApproval checks a decision and records it. toolOf finds the tool of
-// the call, or nil where the caller does not know the agents.
-func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, id string, d ApprovalDecision,
-	toolOf func(run store.Run, tool string) *Tool) (store.Approval, error) {
+// decide checks a decision and records it. Edited arguments are checked
+// against the tool's schema where the operator knows the agents.
+func (op operator) decide(ctx context.Context, tenant, id string, d ApprovalDecision) (store.Approval, error) {
+	s, now := op.store, op.now()
 	a, err := s.GetApproval(ctx, tenant, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Approval{}, fmt.Errorf("%w: %s", ErrApprovalNotFound, id)
@@ -338,7 +329,7 @@ func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, i
 	if d.Binding != "" && d.Binding != a.Binding {
 		return store.Approval{}, fmt.Errorf("decide %s: %w", a.ID, store.ErrBindingMismatch)
 	}
-	tool := toolOf(run, a.Tool)
+	tool := op.tool(run, a.Tool)
 	p := store.DecideParams{Tenant: a.Tenant, ID: a.ID, Binding: a.Binding, By: d.By, Note: d.Note, Now: now}
 	switch d.Verdict {
 	case "approve":
@@ -371,5 +362,38 @@ func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, i
 	p.Events = []store.Event{event(a.Step, now, "approval_decided", map[string]any{
 		"approval_id": a.ID, "tool": a.Tool, "category": a.Category, "status": p.Status, "by": d.By, "note": d.Note,
 		"edited_args": shownEdit, "decision_s": now.Sub(a.CreatedAt).Seconds()})}
-	return s.DecideApproval(ctx, p)
+	decided, err := s.DecideApproval(ctx, p)
+	if err != nil {
+		return store.Approval{}, err
+	}
+	op.observe(run, p.Events)
+	return decided, nil
+}
+
+// expireApprovals expires the approvals whose time to be decided has passed,
+// and tells the observer of each expiry. The expiry is a durable timer: it
+// is in the store, so any worker honours it after any restart.
+func (op operator) expireApprovals(ctx context.Context) (int, error) {
+	expired, err := op.store.ExpireDueApprovals(ctx, store.ExpireApprovalsParams{Now: op.now()})
+	if err != nil {
+		return 0, err
+	}
+	if op.observer == nil {
+		return len(expired), nil
+	}
+	runs := map[string]store.Run{}
+	for _, e := range expired {
+		run, ok := runs[e.Approval.RunID]
+		if !ok {
+			// Named as its other events are, when it can be read; the
+			// expiry is committed either way, so it is told either way.
+			run, err = op.store.GetRun(ctx, e.Approval.Tenant, e.Approval.RunID)
+			if err != nil {
+				run = store.Run{ID: e.Approval.RunID, Tenant: e.Approval.Tenant}
+			}
+			runs[run.ID] = run
+		}
+		op.observe(run, e.Events)
+	}
+	return len(expired), nil
 }

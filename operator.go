@@ -11,11 +11,60 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
+// operator makes the changes that happen to runs between their steps: the
+// decisions, resumes, migrations, resolved outcomes and cancels of people,
+// and the expiry of approvals nobody decided. Each operation tells the
+// observer of the events it made durable, through observe, once its write
+// has committed. A Runtime's methods use the runtime's store, clock,
+// observer and agents (operator); the functions over a bare store, for
+// tools that run no workers (the belay CLI), the wall clock and neither
+// (storeOperator).
+type operator struct {
+	store    store.Store
+	now      func() time.Time
+	observer Observer          // nil: nobody is told
+	agents   map[string]*Agent // nil: the agents' tools are not known
+}
+
+func (r *Runtime) operator() operator {
+	return operator{store: r.store, now: r.cfg.now, observer: r.cfg.Observer, agents: r.agents}
+}
+
+func storeOperator(s store.Store) operator {
+	return operator{store: s, now: time.Now}
+}
+
+// observe tells the observer of events of run that are durable. Every event
+// written outside a step reaches the observer this way, once: call it after
+// the write that carried the events returned without error, and only then.
+// The run is named as a worker names it for its step events.
+func (op operator) observe(run store.Run, events []store.Event) {
+	if op.observer == nil {
+		return
+	}
+	who := ObservedRun{ID: run.ID, Tenant: run.Tenant, Agent: run.Agent}
+	if a, ok := op.agents[run.Agent]; ok {
+		who.Model = a.Model.Name()
+	}
+	for _, ev := range events {
+		op.observer.Event(who, ev)
+	}
+}
+
+// tool is the tool of the agent of run by that name, or nil where the
+// operator does not know the agents.
+func (op operator) tool(run store.Run, name string) *Tool {
+	if a, ok := op.agents[run.Agent]; ok {
+		return a.tools[name]
+	}
+	return nil
+}
+
 // Resume continues a run that paused for a person (a budget or turn limit,
 // a deadline), first raising its budget by raise. by names who decided, as
 // "human:<id>"; it is recorded in the trace.
 func (r *Runtime) Resume(ctx context.Context, tenant, runID string, raise Raise, by string) (store.Run, error) {
-	run, err := resumeRun(ctx, r.store, r.cfg.now(), tenant, runID, raise, by)
+	run, err := r.operator().resume(ctx, tenant, runID, raise, by)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -27,11 +76,12 @@ func (r *Runtime) Resume(ctx context.Context, tenant, runID string, raise Raise,
 // workers, such as the belay CLI: whichever worker claims the run next
 // continues it.
 func ResumeRun(ctx context.Context, s store.Store, tenant, runID string, raise Raise, by string) (store.Run, error) {
-	return resumeRun(ctx, s, time.Now(), tenant, runID, raise, by)
+	return storeOperator(s).resume(ctx, tenant, runID, raise, by)
 }
 
-func resumeRun(ctx context.Context, s store.Store, now time.Time, tenant, runID string, raise Raise, by string) (store.Run, error) {
-	run, err := s.GetRun(ctx, tenant, runID)
+func (op operator) resume(ctx context.Context, tenant, runID string, raise Raise, by string) (store.Run, error) {
+	now := op.now()
+	run, err := op.store.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resume: %w", err)
 	}
@@ -46,16 +96,18 @@ func resumeRun(ctx context.Context, s store.Store, now time.Time, tenant, runID 
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resume: %w", err)
 	}
-	run, err = s.ResumeRun(ctx, store.ResumeRunParams{
+	p := store.ResumeRunParams{
 		Tenant: tenant, RunID: runID, Now: now, From: []store.Status{store.StatusPaused}, Budget: budget,
 		Events: []store.Event{event(run.Step, now, "resumed", map[string]any{
 			"by": by, "stop_reason": run.StopReason, "add_turns": raise.Turns, "add_usd": raise.USD,
 			"add_input_tokens": raise.InputTokens, "add_output_tokens": raise.OutputTokens, "add_time_s": raise.Time.Seconds(),
 		})},
-	})
+	}
+	run, err = op.store.ResumeRun(ctx, p)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resume: %w", err)
 	}
+	op.observe(run, p.Events)
 	return run, nil
 }
 
@@ -79,7 +131,7 @@ func (r *Runtime) MigrateRun(ctx context.Context, tenant, runID, by string) (sto
 	if !ok {
 		return store.Run{}, fmt.Errorf("migrate: run %s is a run of agent %q: %w", runID, run.Agent, ErrUnknownAgent)
 	}
-	run, err = migrateRun(ctx, r.store, r.cfg.now(), tenant, run, a.Version, by)
+	run, err = r.operator().migrate(ctx, run, a.Version, by)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -99,10 +151,10 @@ func MigrateRun(ctx context.Context, s store.Store, tenant, runID, toVersion, by
 	if err != nil {
 		return store.Run{}, fmt.Errorf("migrate: %w", err)
 	}
-	return migrateRun(ctx, s, time.Now(), tenant, run, toVersion, by)
+	return storeOperator(s).migrate(ctx, run, toVersion, by)
 }
 
-func migrateRun(ctx context.Context, s store.Store, now time.Time, tenant string, run store.Run, to, by string) (store.Run, error) {
+func (op operator) migrate(ctx context.Context, run store.Run, to, by string) (store.Run, error) {
 	if run.Status != store.StatusPaused || run.StopReason != "version_mismatch" {
 		return store.Run{}, fmt.Errorf("migrate: run %s is %s (%s), not paused on a version mismatch: %w",
 			run.ID, run.Status, run.StopReason, store.ErrWrongStatus)
@@ -112,15 +164,18 @@ func migrateRun(ctx context.Context, s store.Store, now time.Time, tenant string
 		// on its own version.
 		return store.Run{}, fmt.Errorf("migrate: run %s is on version %s already; resume it to continue on that version", run.ID, to)
 	}
-	migrated, err := s.ResumeRun(ctx, store.ResumeRunParams{
-		Tenant: tenant, RunID: run.ID, Now: now, From: []store.Status{store.StatusPaused}, StopReason: "version_mismatch",
+	now := op.now()
+	p := store.ResumeRunParams{
+		Tenant: run.Tenant, RunID: run.ID, Now: now, From: []store.Status{store.StatusPaused}, StopReason: "version_mismatch",
 		AgentVersion: to,
 		Events: []store.Event{event(run.Step, now, "migrated", map[string]any{
 			"by": by, "agent": run.Agent, "from": run.AgentVersion, "to": to})},
-	})
+	}
+	migrated, err := op.store.ResumeRun(ctx, p)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("migrate: %w", err)
 	}
+	op.observe(migrated, p.Events)
 	return migrated, nil
 }
 
@@ -140,16 +195,33 @@ type Outcome struct {
 // outcome and queues it. An applied effect is recorded done, so the run
 // continues with its result and never calls again; one that did not happen
 // is recorded failed, so the run calls it again under the same key. by
-// names who decided.
+// names who decided. It is for tools that hold a store but run no workers,
+// such as the belay CLI; Runtime.ResolveOutcome is the same on a runtime.
 func ResolveOutcome(ctx context.Context, s store.Store, tenant, runID string, o Outcome, by string) (store.Run, error) {
-	run, err := s.GetRun(ctx, tenant, runID)
+	return storeOperator(s).resolve(ctx, tenant, runID, o, by)
+}
+
+// ResolveOutcome is the package's ResolveOutcome on the runtime's store, by
+// its clock, told to its observer; a worker of the runtime is woken to
+// continue the run.
+func (r *Runtime) ResolveOutcome(ctx context.Context, tenant, runID string, o Outcome, by string) (store.Run, error) {
+	run, err := r.operator().resolve(ctx, tenant, runID, o, by)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.poke()
+	return run, nil
+}
+
+func (op operator) resolve(ctx context.Context, tenant, runID string, o Outcome, by string) (store.Run, error) {
+	run, err := op.store.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resolve: %w", err)
 	}
 	if run.Status != store.StatusPaused || run.StopReason != "unknown_outcome" {
 		return store.Run{}, fmt.Errorf("resolve: run %s is %s (%s), not paused on an unknown outcome", runID, run.Status, run.StopReason)
 	}
-	effects, err := s.Effects(ctx, run.Tenant, runID)
+	effects, err := op.store.Effects(ctx, run.Tenant, runID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resolve: %w", err)
 	}
@@ -171,13 +243,19 @@ func ResolveOutcome(ctx context.Context, s store.Store, tenant, runID string, o 
 			return store.Run{}, errors.New("resolve: the result is not valid JSON")
 		}
 	}
-	now := time.Now()
-	return s.ResumeRun(ctx, store.ResumeRunParams{
+	now := op.now()
+	p := store.ResumeRunParams{
 		Tenant: run.Tenant, RunID: runID, Now: now, From: []store.Status{store.StatusPaused},
 		Effects: []store.EffectUpdate{u},
 		Events: []store.Event{event(run.Step, now, "outcome_resolved", map[string]any{
 			"key": o.Key, "tool": effects[i].Tool, "applied": o.Applied, "by": by})},
-	})
+	}
+	resolved, err := op.store.ResumeRun(ctx, p)
+	if err != nil {
+		return store.Run{}, err
+	}
+	op.observe(resolved, p.Events)
+	return resolved, nil
 }
 
 // ErrCancelUnsupported is returned by Cancel on a store that cannot cancel
@@ -190,24 +268,30 @@ var ErrCancelUnsupported = errors.New("this store cannot cancel runs")
 // intent stays in the run's effects for a person to check. by names who
 // canceled, as "human:<id>".
 func (r *Runtime) Cancel(ctx context.Context, tenant, runID, by, note string) (store.Run, error) {
-	cs, ok := r.store.(interface {
+	return r.operator().cancel(ctx, tenant, runID, by, note)
+}
+
+func (op operator) cancel(ctx context.Context, tenant, runID, by, note string) (store.Run, error) {
+	cs, ok := op.store.(interface {
 		CancelRun(context.Context, store.CancelRunParams) (store.Run, error)
 	})
 	if !ok {
 		return store.Run{}, ErrCancelUnsupported
 	}
-	run, err := r.store.GetRun(ctx, tenant, runID)
+	run, err := op.store.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("cancel: %w", err)
 	}
-	now := r.cfg.now()
+	now := op.now()
 	payload, _ := json.Marshal(map[string]any{"run_id": run.ID, "tenant": run.Tenant, "agent": run.Agent, "user": run.User,
 		"status": store.StatusCanceled, "reason": "canceled", "by": by, "note": note, "steps": run.Step})
-	run, err = cs.CancelRun(ctx, store.CancelRunParams{Tenant: tenant, RunID: runID, By: by, Note: note, Now: now,
+	p := store.CancelRunParams{Tenant: tenant, RunID: runID, By: by, Note: note, Now: now,
 		Events: []store.Event{event(run.Step, now, "canceled", map[string]any{"by": by, "note": note, "was": run.Status})},
-		Outbox: []store.OutboxMessage{{Kind: "run_finished", Payload: payload}}})
+		Outbox: []store.OutboxMessage{{Kind: "run_finished", Payload: payload}}}
+	run, err = cs.CancelRun(ctx, p)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("cancel: %w", err)
 	}
+	op.observe(run, p.Events)
 	return run, nil
 }

@@ -42,8 +42,14 @@ type Config struct {
 	// ApprovalTTL is how long an approval waits for a decision before it
 	// expires and the model is told to escalate. Default 4h.
 	ApprovalTTL time.Duration
-	// Observer, if set, sees every trace event once it is durable, and the
-	// latency of every checkpoint: metrics and tracing exporters hang here.
+	// Observer, if set, sees every trace event this runtime makes durable,
+	// once, after it commits, and the latency of every checkpoint: metrics
+	// and tracing exporters hang here. That is the events of the runs it
+	// starts and of their steps, of its sweep that expires approvals, and
+	// of the operations made through it (Decide, Resume, MigrateRun,
+	// ResolveOutcome, Cancel). An event another process writes (the belay
+	// CLI's approve, resume, resolve or migrate, which run no runtime) is in
+	// the trace but not seen here. Default: none.
 	Observer Observer
 	// StepObserver, if set, is called after every checkpointed step with its
 	// timings. It runs on the worker's goroutine: keep it cheap.
@@ -65,8 +71,10 @@ type Config struct {
 }
 
 // Observer sees what a runtime records as it records it. Its methods run on
-// the worker's goroutine, after the write committed: keep them cheap and
-// never block.
+// the goroutine that made the write (a worker's, or the caller's of an
+// operation such as Runtime.Decide), after the write committed, so several
+// may run at once: keep them cheap, safe for concurrent use, and never
+// block.
 type Observer interface {
 	// Event is one trace event of a run, durable.
 	Event(run ObservedRun, ev store.Event)
@@ -241,16 +249,18 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 		return store.Run{}, false, fmt.Errorf("start run: %w", err)
 	}
 	id := newRunID(now)
-	run, created, err = r.store.CreateRun(ctx, store.CreateRunParams{
+	p := store.CreateRunParams{
 		ID: id, Tenant: req.Tenant, User: req.User, ClientRequestID: req.ClientRequestID,
 		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, RequestedBy: req.RequestedBy, Budget: budget, Now: now,
 		Events: []store.Event{event(0, now, "run_created", map[string]any{
 			"agent": a.Name, "version": a.Version, "user": req.User, "dry_run": req.DryRun})},
-	})
+	}
+	run, created, err = r.store.CreateRun(ctx, p)
 	if err != nil {
 		return store.Run{}, false, fmt.Errorf("start run: %w", err)
 	}
 	if created {
+		r.operator().observe(run, p.Events)
 		r.poke()
 	}
 	return run, created, nil
@@ -438,10 +448,9 @@ func (r *Runtime) claim(ctx context.Context, limit int) ([]store.Run, error) {
 	})
 }
 
-// expireApprovals is the durable timer of approvals: the expiry is in the
-// store, so any worker honours it after any restart.
+// expireApprovals is the sweep of approvals nobody decided in time.
 func (r *Runtime) expireApprovals(ctx context.Context) error {
-	n, err := r.store.ExpireApprovals(ctx, r.cfg.now())
+	n, err := r.operator().expireApprovals(ctx)
 	if err != nil {
 		return err
 	}

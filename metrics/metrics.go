@@ -50,7 +50,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		return c
 	}
 	m := &Metrics{
-		runsStopped:    f("runs_stopped_total", "Runs that stopped, by status (done, paused, escalated, failed, waiting_approval) and reason.", "agent", "status", "reason"),
+		runsStopped:    f("runs_stopped_total", "Runs that stopped, by status (done, paused, escalated, failed, waiting_approval, canceled) and reason.", "agent", "status", "reason"),
 		steps:          f("steps_total", "Durable steps (checkpoints after tool results).", "agent"),
 		modelCalls:     f("model_calls_total", "Model calls made durable.", "agent", "model"),
 		tokens:         f("model_tokens_total", "Model tokens, by direction (input, output).", "agent", "model", "direction"),
@@ -137,6 +137,9 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 		m.fallbacks.WithLabelValues(run.Agent, str("from"), str("to")).Inc()
 	case "loop_detected":
 		m.loops.WithLabelValues(run.Agent, str("action")).Inc()
+	case "canceled":
+		// A person ended the run; a worker that held it writes no stop.
+		m.runsStopped.WithLabelValues(run.Agent, string(store.StatusCanceled), "canceled").Inc()
 	case "stop":
 		status, reason := str("status"), str("reason")
 		m.runsStopped.WithLabelValues(run.Agent, status, reason).Inc()

@@ -192,3 +192,14 @@ func TestFallbackCallsCountUnderTheirModel(t *testing.T) {
 		t.Errorf("model calls counted under %v, want [backup]", models)
 	}
 }
+
+// A cancel is a stop of its own: the runtime tells of it with a canceled
+// event, and no worker writes a stop for it.
+func TestCancelCountsAsAStop(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	m.Event(belay.ObservedRun{ID: "r", Agent: "support"}, store.Event{Type: "canceled", Data: json.RawMessage(`{"by":"human:maya","note":"","was":"waiting_approval"}`)})
+	if statuses := labelValues(t, reg, "belay_runs_stopped_total", "status"); !slices.Equal(statuses, []string{"canceled"}) {
+		t.Errorf("runs stopped by status %v, want [canceled]", statuses)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/internal/text"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
@@ -569,53 +568,3 @@ func (s *Server) cancelForm(w http.ResponseWriter, r *http.Request, p Principal)
 }
 
 // --- stats ---
-
-// bar is one category of the approvals chart: its segments' widths are
-// shares of the chart's width.
-type bar struct {
-	belay.CategoryStats
-	Y        int
-	Segments []segment
-}
-
-type segment struct {
-	X, Width int
-	Class    string
-	Label    string
-}
-
-const chartWidth = 560
-
-func (s *Server) statsPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
-	stats, err := belay.ApprovalStats(r.Context(), s.st, p.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	var bars []bar
-	for i, c := range stats {
-		b := bar{CategoryStats: c, Y: i * 44}
-		total := c.Decided + c.Pending
-		x := 0
-		for _, part := range []struct {
-			n     int
-			class string
-			label string
-		}{{c.Approved, "seg-approved", "approved"}, {c.Edited, "seg-edited", "edited"},
-			{c.Rejected, "seg-rejected", "rejected"}, {c.Expired, "seg-expired", "expired"}, {c.Pending, "seg-pending", "pending"}} {
-			if part.n == 0 || total == 0 {
-				continue
-			}
-			width := part.n * chartWidth / total
-			b.Segments = append(b.Segments, segment{X: x, Width: width, Class: part.class,
-				Label: fmt.Sprintf("%d %s", part.n, part.label)})
-			x += width
-		}
-		bars = append(bars, b)
-	}
-	data := struct {
-		Bars   []bar
-		Height int
-		Width  int
-	}{Bars: bars, Height: len(bars)*44 + 10, Width: chartWidth}
-	return &page{Title: "Approval statistics", Nav: "stats", Data: data}, nil
-}

@@ -145,6 +145,19 @@ type DecideParams struct {
 	Events     []Event
 }
 
+// ExpireApprovalsParams expires the approvals still pending at Now whose
+// expiry has passed.
+type ExpireApprovalsParams struct {
+	Now time.Time
+}
+
+// ExpiredApproval is one approval ExpireDueApprovals expired, as decided,
+// and the trace events written with it.
+type ExpiredApproval struct {
+	Approval Approval
+	Events   []Event
+}
+
 // Status is where a run is in its life.
 type Status string
 
@@ -560,9 +573,18 @@ type Store interface {
 	// ErrBindingMismatch if the binding differs. When no approval of the run
 	// is pending any more and the run is waiting_approval, it is queued.
 	DecideApproval(ctx context.Context, p DecideParams) (Approval, error)
-	// ExpireApprovals marks pending approvals whose expiry has passed as
-	// expired (decided by "policy:expiry") and queues their runs as
-	// DecideApproval does. It returns how many expired.
+	// ExpireDueApprovals marks up to 100 pending approvals whose expiry has
+	// passed as expired, each decided as ExpiryDecision says and with its
+	// approval_expired event, and queues their runs as DecideApproval does,
+	// in one transaction. It returns the approvals as decided, with the
+	// events it wrote, so that the caller can tell its observers. Call it
+	// again while it returns 100.
+	ExpireDueApprovals(ctx context.Context, p ExpireApprovalsParams) ([]ExpiredApproval, error)
+	// ExpireApprovals is ExpireDueApprovals at now, and returns how many
+	// expired.
+	//
+	// Deprecated: use ExpireDueApprovals, which returns what it expired and
+	// the events it wrote.
 	ExpireApprovals(ctx context.Context, now time.Time) (int, error)
 
 	// SetKillSwitch engages or releases a kill switch. While a tenant's

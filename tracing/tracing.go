@@ -1,8 +1,12 @@
 // Package tracing exports what Belay's runtimes record as OpenTelemetry
 // spans: a span per step, with the model call (GenAI semantic conventions)
 // and each tool call as children, approvals and other decisions as span
-// events. It implements belay.Observer: the spans are built from the trace
-// events that are the durable record, with their recorded times.
+// events. What happens while no step is open (a person's decision, an
+// approval's expiry, a resume, a migration, a resolved outcome, a cancel)
+// is a span of no length of its own, named after the event
+// ("belay.approval_expired") and carrying it as its span event. It
+// implements belay.Observer: the spans are built from the trace events that
+// are the durable record, with their recorded times.
 //
 // Every span of a run is in one trace whose id is derived from the run id
 // (belay.TraceIDs), so a run resumed by another worker, days later, is
@@ -81,6 +85,9 @@ func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 		step = e.openStep(run, ev.Step, start)
 	}
 	if step == nil {
+		if betweenSteps(ev.Type) {
+			e.between(run, ev, d)
+		}
 		return
 	}
 	switch ev.Type {
@@ -133,7 +140,8 @@ func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 			span.SetStatus(codes.Error, str("preview"))
 		}
 		span.End(trace.WithTimestamp(ev.Time))
-	case "approval_requested", "approval_decided", "approval_applied", "approval_expired", "loop_detected", "breaker", "verify", "resumed", "model_fallback":
+	case "approval_requested", "approval_decided", "approval_applied", "approval_expired", "loop_detected", "breaker", "verify",
+		"resumed", "migrated", "outcome_resolved", "canceled", "model_fallback":
 		step.span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(eventAttributes(d)...))
 	case "checkpoint":
 		step.span.End(trace.WithTimestamp(ev.Time))
@@ -157,16 +165,45 @@ func opensStep(typ string) bool {
 	return false
 }
 
-func (e *Exporter) openStep(run belay.ObservedRun, step int, at time.Time) *openStep {
-	traceID, spanID := belay.TraceIDs(run.ID, -1)
+// betweenSteps reports whether an event may come while no step of its run
+// is open: a person's decision or operation, or an approval's expiry.
+func betweenSteps(typ string) bool {
+	switch typ {
+	case "approval_decided", "approval_expired", "resumed", "migrated", "outcome_resolved", "canceled":
+		return true
+	}
+	return false
+}
+
+// runContext is the parent of every span of a run: one trace per run,
+// whichever process exports the span.
+func runContext(runID string) context.Context {
+	traceID, spanID := belay.TraceIDs(runID, -1)
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled, Remote: true})
-	ctx := trace.ContextWithRemoteSpanContext(context.Background(), parent)
-	ctx, span := e.tracer.Start(ctx, "belay.step", trace.WithTimestamp(at), trace.WithAttributes(
+	return trace.ContextWithRemoteSpanContext(context.Background(), parent)
+}
+
+func runAttributes(run belay.ObservedRun, step int) trace.SpanStartEventOption {
+	return trace.WithAttributes(
 		attribute.String("belay.run.id", run.ID),
 		attribute.String("belay.tenant", run.Tenant),
 		attribute.String("gen_ai.agent.name", run.Agent),
 		attribute.Int("belay.step", step),
-	))
+	)
+}
+
+// between records an event that came while no step of its run was open
+// (the run waited for a person, or had stopped) as a span of its own, of no
+// length, named after the event and carrying it as its span event: a
+// step's span has ended by then, and its events cannot change.
+func (e *Exporter) between(run belay.ObservedRun, ev store.Event, d map[string]any) {
+	_, span := e.tracer.Start(runContext(run.ID), "belay."+ev.Type, trace.WithTimestamp(ev.Time), runAttributes(run, ev.Step))
+	span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(eventAttributes(d)...))
+	span.End(trace.WithTimestamp(ev.Time))
+}
+
+func (e *Exporter) openStep(run belay.ObservedRun, step int, at time.Time) *openStep {
+	ctx, span := e.tracer.Start(runContext(run.ID), "belay.step", trace.WithTimestamp(at), runAttributes(run, step))
 	s := &openStep{ctx: ctx, span: span, tools: map[string]time.Time{}, effects: map[string]string{},
 		tries: map[string]int{}, keys: map[string]string{}}
 	e.steps[run.ID] = s

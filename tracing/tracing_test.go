@@ -75,7 +75,7 @@ func TestSpanTreeOfASupportRun(t *testing.T) {
 	spans := rec.Ended()
 	traceID, _ := belay.TraceIDs(run.ID, -1)
 	steps := map[[8]byte]sdktrace.ReadOnlySpan{}
-	var models, tools []sdktrace.ReadOnlySpan
+	var models, tools, decisions []sdktrace.ReadOnlySpan
 	for _, s := range spans {
 		if [16]byte(s.SpanContext().TraceID()) != traceID {
 			t.Errorf("span %s is in trace %s, not the run's", s.Name(), s.SpanContext().TraceID())
@@ -87,6 +87,8 @@ func TestSpanTreeOfASupportRun(t *testing.T) {
 			models = append(models, s)
 		case len(s.Name()) > 13 && s.Name()[:13] == "execute_tool ":
 			tools = append(tools, s)
+		case s.Name() == "belay.approval_decided":
+			decisions = append(decisions, s)
 		default:
 			t.Errorf("unexpected span %q", s.Name())
 		}
@@ -129,5 +131,20 @@ func TestSpanTreeOfASupportRun(t *testing.T) {
 	}
 	if approvals != 2 {
 		t.Errorf("%d approval span events, want the request and its application", approvals)
+	}
+	// The decision came while the run waited, between its steps: a span of
+	// its own carries it.
+	if len(decisions) != 1 || len(decisions[0].Events()) != 1 || decisions[0].Events()[0].Name != "approval_decided" ||
+		attr(decisions[0], "belay.run.id").AsString() != run.ID {
+		t.Fatalf("%d decision spans, want one carrying maya's decision", len(decisions))
+	}
+	by := ""
+	for _, kv := range decisions[0].Events()[0].Attributes {
+		if kv.Key == "belay.by" {
+			by = kv.Value.AsString()
+		}
+	}
+	if by != "human:maya" || decisions[0].EndTime() != decisions[0].StartTime() {
+		t.Errorf("decision span by %q from %s to %s: want maya's, of no length", by, decisions[0].StartTime(), decisions[0].EndTime())
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -165,10 +167,31 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return json.NewEncoder(stdout).Encode(stats)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CATEGORY\tPENDING\tDECIDED\tAPPROVED\tEDITED\tREJECTED\tEXPIRED\tMEDIAN WAIT\tSUGGESTS")
+	fmt.Fprintln(tw, "CATEGORY\tPENDING\tBY PEOPLE\tAPPROVED\tEDITED\tREJECTED\tMEDIAN WAIT\tBY POLICY\tSUGGESTS")
 	for _, c := range stats {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f%%\t%.0f%%\t%.0f%%\t%d\t%s\t%s\n", c.Category, c.Pending, c.Decided,
-			100*c.ApprovalRate, 100*c.EditRate, 100*c.RejectionRate, c.Expired, c.MedianDecision.Round(time.Second), c.Suggestion)
+		p := c.People
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f%%\t%.0f%%\t%.0f%%\t%s\t%s\t%s\n", c.Category, c.Pending, p.Decided,
+			100*p.ApprovalRate, 100*p.EditRate, 100*p.RejectionRate, p.MedianDecision.Round(time.Second), byPolicy(c.Policy), c.Suggestion)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(stats) > 0 {
+		fmt.Fprintln(stdout, "\nRates and waits are of people's decisions; BY POLICY counts those a policy took (policy:*), such as automatic approvals and expiries.")
+	}
+	return nil
+}
+
+// byPolicy says how many decisions policies took, and which: "3
+// (policy:demo-auto 2, policy:expiry 1)".
+func byPolicy(s belay.DeciderStats) string {
+	if s.Decided == 0 {
+		return "-"
+	}
+	names := slices.Sorted(maps.Keys(s.By))
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %d", name, s.By[name])
+	}
+	return fmt.Sprintf("%d (%s)", s.Decided, strings.Join(parts, ", "))
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -162,17 +161,17 @@ func queueDecide(b *pgx.Batch, p store.DecideParams, decided *store.Approval) {
 	})
 }
 
-// ExpireApprovals expires up to 100 pending approvals past their expiry,
+// ExpireDueApprovals expires up to 100 pending approvals past their expiry,
 // across tenants, in one transaction, and queues the runs left with nothing
 // pending.
-func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
+func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsParams) ([]store.ExpiredApproval, error) {
 	var dueIDs []string
 	b := s.txBatch("")
-	b.Queue(approvalDueSQL, namedArgs{"now": nanos(now)}).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(approvalDueSQL, namedArgs{"now": nanos(p.Now)}).Query(func(rows pgx.Rows) (err error) {
 		dueIDs, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
-	var expired []store.Approval
+	var expired []store.ExpiredApproval
 	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
 		if len(dueIDs) == 0 {
 			return nil
@@ -188,19 +187,13 @@ func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error)
 			return err
 		}
 		b := &pgx.Batch{}
-		decided := make([]store.Approval, len(due))
+		decided := make([]store.ExpiredApproval, len(due))
 		for i, a := range due {
-			queueDecide(b, store.DecideParams{ID: a.ID, Binding: a.Binding, Status: store.ApprovalExpired,
-				By: "policy:expiry", Note: "no decision before the approval expired", Now: now}, &decided[i])
-			data, err := json.Marshal(struct {
-				ApprovalID string `json:"approval_id"`
-				Tool       string `json:"tool"`
-			}{a.ID, a.Tool})
-			if err != nil {
-				return err
-			}
-			b.Queue(runWakeDecidedSQL, namedArgs{"run_id": a.RunID, "now": nanos(now)})
-			queueEvents(b, a.RunID, []store.Event{{Step: a.Step, Type: "approval_expired", Time: now, Data: data}})
+			d := store.ExpiryDecision(a, p.Now)
+			queueDecide(b, d, &decided[i].Approval)
+			decided[i].Events = d.Events
+			b.Queue(runWakeDecidedSQL, namedArgs{"run_id": a.RunID, "now": nanos(p.Now)})
+			queueEvents(b, a.RunID, d.Events)
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
@@ -209,9 +202,18 @@ func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error)
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("expire approvals: %w", err)
+		return nil, fmt.Errorf("expire approvals: %w", err)
 	}
-	return len(expired), nil
+	return expired, nil
+}
+
+// ExpireApprovals expires pending approvals past their expiry and counts
+// them.
+//
+// Deprecated: use ExpireDueApprovals.
+func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
+	expired, err := s.ExpireDueApprovals(ctx, store.ExpireApprovalsParams{Now: now})
+	return len(expired), err
 }
 
 // scanApproval reads the columns every approval query selects, in their

@@ -156,46 +156,51 @@ func decide(ctx context.Context, tx *writeTx, p store.DecideParams) (store.Appro
 	return a, insertEvents(ctx, tx, a.RunID, p.Events)
 }
 
-// ExpireApprovals expires pending approvals past their expiry.
-func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
-	n := 0
+// ExpireDueApprovals expires up to 100 pending approvals past their expiry,
+// across tenants, in one transaction.
+func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsParams) ([]store.ExpiredApproval, error) {
+	var expired []store.ExpiredApproval
 	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
-		n = 0 // a batch may run twice
-		rows, err := tx.QueryContext(ctx, approvalDueSQL, sql.Named("now", nanos(now)))
+		expired = nil // a batch may run twice
+		rows, err := tx.QueryContext(ctx, approvalDueSQL, sql.Named("now", nanos(p.Now)))
 		if err != nil {
 			return err
 		}
-		type due struct{ id, binding string }
-		var dues []due
+		var due []store.Approval
 		for rows.Next() {
-			var d due
-			if err := rows.Scan(&d.id, &d.binding); err != nil {
+			a, err := scanApproval(rows)
+			if err != nil {
 				rows.Close()
 				return err
 			}
-			dues = append(dues, d)
+			due = append(due, a)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
 		}
-		for _, d := range dues {
-			a, err := decide(ctx, tx, store.DecideParams{ID: d.id, Binding: d.binding, Status: store.ApprovalExpired,
-				By: "policy:expiry", Note: "no decision before the approval expired", Now: now})
+		for _, a := range due {
+			d := store.ExpiryDecision(a, p.Now)
+			decided, err := decide(ctx, tx, d)
 			if err != nil {
 				return err
 			}
-			if err := insertEvents(ctx, tx, a.RunID, []store.Event{{Step: a.Step, Type: "approval_expired", Time: now,
-				Data: []byte(fmt.Sprintf(`{"approval_id":%q,"tool":%q}`, a.ID, a.Tool))}}); err != nil {
-				return err
-			}
-			n++
+			expired = append(expired, store.ExpiredApproval{Approval: decided, Events: d.Events})
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("expire approvals: %w", err)
+		return nil, fmt.Errorf("expire approvals: %w", err)
 	}
-	return n, nil
+	return expired, nil
+}
+
+// ExpireApprovals expires pending approvals past their expiry and counts
+// them.
+//
+// Deprecated: use ExpireDueApprovals.
+func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
+	expired, err := s.ExpireDueApprovals(ctx, store.ExpireApprovalsParams{Now: now})
+	return len(expired), err
 }
 
 func scanApproval(row scanner) (store.Approval, error) {

@@ -170,6 +170,51 @@ func testApprovalExpiry(t *testing.T, s store.Store) {
 	}
 }
 
+// testExpireDueApprovals: the expiry returns what it expired, as decided,
+// with the events it appended to each run's trace, once.
+func testExpireDueApprovals(t *testing.T, s store.Store) {
+	r, pending := waitingRun(t, s)
+	ctx := t.Context()
+	before := events(t, s, r.ID)
+	if got, err := s.ExpireDueApprovals(ctx, store.ExpireApprovalsParams{Now: pending[0].ExpiresAt.Add(-time.Second)}); err != nil || len(got) != 0 {
+		t.Errorf("ExpireDueApprovals before the expiry: %d, %v", len(got), err)
+	}
+	late := pending[0].ExpiresAt.Add(time.Second)
+	expired, err := s.ExpireDueApprovals(ctx, store.ExpireApprovalsParams{Now: late})
+	if err != nil || len(expired) != 2 {
+		t.Fatalf("ExpireDueApprovals: %d, %v; want 2", len(expired), err)
+	}
+	var written []store.Event
+	for i, e := range expired {
+		a := e.Approval
+		if a.ID != pending[i].ID || a.RunID != r.ID || a.Tenant != r.Tenant || a.Category != pending[i].Category ||
+			a.Status != store.ApprovalExpired || a.DecidedBy != store.ExpiryDecider || !a.DecidedAt.Equal(late) {
+			t.Errorf("expired approval %d returned as %+v", i, a)
+		}
+		want := store.ExpiryDecision(pending[i], late).Events
+		want[0].RunID = r.ID
+		checkEvents(t, "events of expired approval "+a.ID, e.Events, want)
+		written = append(written, e.Events...)
+	}
+	if len(written) > 0 {
+		var data store.ApprovalExpiredData
+		if err := json.Unmarshal(written[0].Data, &data); err != nil || data.Category != "refund_large" || data.Tool != "issue_refund" ||
+			data.By != store.ExpiryDecider || data.ApprovalID != pending[0].ID {
+			t.Errorf("approval_expired data %s (%v): want the approval, its category, tool and decider", written[0].Data, err)
+		}
+	}
+	checkEvents(t, "the run's trace", events(t, s, r.ID)[len(before):], written)
+	if got := getRun(t, s, r.ID); got.Status != store.StatusQueued {
+		t.Errorf("run is %s after its approvals expired, want queued", got.Status)
+	}
+	if again, err := s.ExpireDueApprovals(ctx, store.ExpireApprovalsParams{Now: late.Add(time.Hour)}); err != nil || len(again) != 0 {
+		t.Errorf("ExpireDueApprovals again: %d, %v; want nothing left to expire", len(again), err)
+	}
+	if n := len(events(t, s, r.ID)); n != len(before)+2 {
+		t.Errorf("%d events after expiring again, want %d", n, len(before)+2)
+	}
+}
+
 func testCounts(t *testing.T, s store.Store) {
 	before, err := s.Counts(t.Context())
 	if err != nil {

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ApprovalsPersistAndReplay", testApprovalsPersistAndReplay},
 		{"DecideApproval", testDecideApproval},
 		{"ApprovalExpiry", testApprovalExpiry},
+		{"ExpireDueApprovals", testExpireDueApprovals},
 		{"Counts", testCounts},
 		{"PruneRuns", testPruneRuns},
 	}

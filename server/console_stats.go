@@ -1,0 +1,79 @@
+package server
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/belayrun/belay"
+)
+
+// bar is one category of the approvals chart: its segments' widths are
+// shares of the chart's width.
+type bar struct {
+	belay.CategoryStats
+	Y        int
+	Segments []segment
+	// ByPolicy says how many decisions policies took, and which.
+	ByPolicy string
+}
+
+type segment struct {
+	X, Width int
+	Class    string
+	Label    string
+}
+
+const chartWidth = 560
+
+// statsPage charts each category's approvals: what people decided, apart
+// from what a policy decided (an automatic approval, an expiry), and what
+// is pending. People's decisions are the ones that say how far to trust the
+// agent.
+func (s *Server) statsPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
+	stats, err := belay.ApprovalStats(r.Context(), s.st, p.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	var bars []bar
+	for i, c := range stats {
+		b := bar{CategoryStats: c, Y: i * 44, ByPolicy: byPolicy(c.Policy)}
+		total := c.Decided + c.Pending
+		x := 0
+		for _, part := range []struct {
+			n     int
+			class string
+			label string
+		}{{c.People.Approved, "seg-approved", "approved by people"}, {c.People.Edited, "seg-edited", "edited by people"},
+			{c.People.Rejected, "seg-rejected", "rejected by people"}, {c.Policy.Decided, "seg-policy", "by policy: " + b.ByPolicy},
+			{c.Pending, "seg-pending", "pending"}} {
+			if part.n == 0 || total == 0 {
+				continue
+			}
+			width := part.n * chartWidth / total
+			b.Segments = append(b.Segments, segment{X: x, Width: width, Class: part.class,
+				Label: fmt.Sprintf("%d %s", part.n, part.label)})
+			x += width
+		}
+		bars = append(bars, b)
+	}
+	data := struct {
+		Bars   []bar
+		Height int
+		Width  int
+	}{Bars: bars, Height: len(bars)*44 + 10, Width: chartWidth}
+	return &page{Title: "Approval statistics", Nav: "stats", Data: data}, nil
+}
+
+// byPolicy names the policies that decided and how often:
+// "policy:demo-auto 2, policy:expiry 1".
+func byPolicy(s belay.DeciderStats) string {
+	names := slices.Sorted(maps.Keys(s.By))
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %d", name, s.By[name])
+	}
+	return strings.Join(parts, ", ")
+}
