@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/belayrun/belay/internal/ledger"
+	"github.com/belayrun/belay/internal/redact"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
 )
@@ -351,7 +352,7 @@ func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, i
 		}
 		edited := d.EditedArgs
 		if tool != nil {
-			edited = tool.restore(edited, a.Args)
+			edited = redact.Restore(edited, a.Args)
 			if err := tool.checkArgs(edited); err != nil {
 				return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 			}

@@ -1,74 +1,21 @@
 package belay
 
 import (
-	"bytes"
 	"encoding/json"
 
+	"github.com/belayrun/belay/internal/redact"
 	"github.com/belayrun/belay/model"
 )
 
 // Redacted replaces the value of a sensitive argument wherever Belay shows
 // arguments: trace events, escalation packets, approval cards, API
 // responses. The model and the tool still see the real value.
-const Redacted = "[redacted]"
+const Redacted = redact.Marker
 
-// redact returns args with the values of the tool's sensitive fields
-// replaced by Redacted. Arguments that are not a JSON object, or name no
-// sensitive field, come back as they are.
+// redact returns args with the values the tool hides replaced by Redacted
+// (see Tool.Sensitive).
 func (t *Tool) redact(args json.RawMessage) json.RawMessage {
-	if t == nil || len(t.Sensitive) == 0 || len(args) == 0 {
-		return args
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil {
-		return args
-	}
-	hidden, _ := json.Marshal(Redacted)
-	changed := false
-	for _, f := range t.Sensitive {
-		if _, ok := obj[f]; ok {
-			obj[f] = hidden
-			changed = true
-		}
-	}
-	if !changed {
-		return args
-	}
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return args
-	}
-	return out
-}
-
-// restore puts back the original values of sensitive fields an editor left
-// as Redacted: a person approves a call without ever seeing its secrets.
-func (t *Tool) restore(edited, original json.RawMessage) json.RawMessage {
-	if t == nil || len(t.Sensitive) == 0 {
-		return edited
-	}
-	var e, o map[string]json.RawMessage
-	if json.Unmarshal(edited, &e) != nil || json.Unmarshal(original, &o) != nil {
-		return edited
-	}
-	hidden, _ := json.Marshal(Redacted)
-	changed := false
-	for _, f := range t.Sensitive {
-		if v, ok := e[f]; ok && bytes.Equal(bytes.TrimSpace(v), hidden) {
-			if orig, ok := o[f]; ok {
-				e[f] = orig
-				changed = true
-			}
-		}
-	}
-	if !changed {
-		return edited
-	}
-	out, err := json.Marshal(e)
-	if err != nil {
-		return edited
-	}
-	return out
+	return redact.Args(t.sensitiveArgs(), args)
 }
 
 // RedactArgs returns a call's arguments as a person may see them: the
@@ -106,26 +53,7 @@ func (r *Runtime) Serves(agent, tool string) bool {
 	return ok
 }
 
-// hideArgs replaces the value of every field of args by marker, or args
-// whole if they are not a JSON object. No arguments stay none.
-func hideArgs(args json.RawMessage, marker string) json.RawMessage {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return args
-	}
-	hidden, _ := json.Marshal(marker)
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
-		return hidden
-	}
-	for f := range obj {
-		obj[f] = hidden
-	}
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return hidden
-	}
-	return out
-}
+func hideArgs(args json.RawMessage, hint string) json.RawMessage { return redact.Hide(args, hint) }
 
 // RedactBlocks returns a copy of a message's blocks with the arguments of
 // every tool call redacted as RedactArgs does.

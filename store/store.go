@@ -209,6 +209,18 @@ type Run struct {
 	UpdatedAt time.Time
 }
 
+// SensitiveArgs says which arguments of a tool's calls are secret, as the
+// agent version that started a run declared them (belay.Tool.Sensitive):
+// readers of the run hide their values without the agent's code.
+type SensitiveArgs struct {
+	// Fields are the top-level fields whose values are secret.
+	Fields []string `json:"fields"`
+	// Declared are the top-level fields the tool's input schema declares,
+	// if it declares any. The value of a field outside them is hidden too:
+	// it may be a secret under a name the model misspelled.
+	Declared []string `json:"declared,omitempty"`
+}
+
 // OutboxMessage is a notification written in the transaction of the state
 // that caused it, delivered at least once.
 type OutboxMessage struct {
