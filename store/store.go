@@ -204,6 +204,12 @@ type Run struct {
 	// Escalation is the packet a person acts on when the run stopped for
 	// one, opaque JSON owned by the runtime.
 	Escalation json.RawMessage
+	// Sensitive are the secret arguments of the run's tools, by tool name,
+	// as the agent version that started the run declared them: what every
+	// reader redacts by, with or without the agent's code. Nil for a run
+	// created before runs recorded them (SQLite schema 10, PostgreSQL 9 and
+	// older): which of its values are secret is not known.
+	Sensitive map[string]SensitiveArgs
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -310,7 +316,10 @@ type CreateRunParams struct {
 	DryRun          bool
 	RequestedBy     string
 	Budget          json.RawMessage
-	Now             time.Time
+	// Sensitive are the secret arguments of the agent's tools, by tool
+	// name; nil records that none has any.
+	Sensitive map[string]SensitiveArgs
+	Now       time.Time
 	// Events are appended with the run, in the same transaction.
 	Events []Event
 }
