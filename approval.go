@@ -366,8 +366,14 @@ func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, i
 		return store.Approval{}, fmt.Errorf("decide: verdict %q; want approve, edit or reject", d.Verdict)
 	}
 	var shownEdit json.RawMessage
-	if p.EditedArgs != nil {
-		shownEdit = tool.redact(p.EditedArgs)
+	switch {
+	case p.EditedArgs == nil:
+	case tool != nil:
+		shownEdit = tool.redact(redact.Args(run.Sensitive[a.Tool], p.EditedArgs))
+	default:
+		// The CLI decides without the agent's code: the run's record says
+		// what is secret.
+		shownEdit = RedactStoredArgs(run, a.Tool, p.EditedArgs)
 	}
 	p.Events = []store.Event{event(a.Step, now, "approval_decided", map[string]any{
 		"approval_id": a.ID, "tool": a.Tool, "category": a.Category, "status": p.Status, "by": d.By, "note": d.Note,
