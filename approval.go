@@ -147,9 +147,12 @@ func (x *execution) newApproval(use model.Block, hash string, d Decision) store.
 	if category == "" {
 		category = tool.Name
 	}
+	// The approval keeps the call's arguments redacted: the exact ones are
+	// in the run's messages, which an edit restores hidden values from, and
+	// the hash binds the decision to them.
 	return store.Approval{
 		ID: newApprovalID(), Tenant: x.run.Tenant, RunID: x.run.ID, Step: x.run.Step,
-		ToolUseID: use.ID, Tool: tool.Name, Args: use.Input, ArgsHash: hash,
+		ToolUseID: use.ID, Tool: tool.Name, Args: tool.redact(use.Input), ArgsHash: hash,
 		Reason: d.Reason, Category: category, Summary: summary,
 		PolicyVersion: x.agent.PolicyVersion,
 		Binding:       binding(x.run.Tenant, x.run.ID, tool.Name, hash, x.agent.PolicyVersion, expires),
@@ -201,8 +204,9 @@ func (x *execution) applyDecision(use model.Block, hash string, a store.Approval
 	case store.ApprovalApproved:
 		return gatedCall{use: use}
 	case store.ApprovalEdited:
+		// What the editor left as Redacted comes back from the call.
 		edited := use
-		edited.Input = a.EditedArgs
+		edited.Input = redact.Restore(a.EditedArgs, use.Input)
 		return gatedCall{use: edited}
 	case store.ApprovalRejected:
 		note := a.Note
@@ -350,18 +354,26 @@ func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, i
 		if !json.Valid(d.EditedArgs) {
 			return store.Approval{}, fmt.Errorf("decide: %w: they are not valid JSON", ErrInvalidEdit)
 		}
-		edited := d.EditedArgs
+		// The edit is kept as the editor gave it: a value left as Redacted
+		// stays the marker in the store and is put back from the call when
+		// the call runs (applyDecision). The check and the hash are of the
+		// call that will run.
+		restored := d.EditedArgs
 		if tool != nil {
-			edited = redact.Restore(edited, a.Args)
-			if err := tool.checkArgs(edited); err != nil {
+			original, err := approvedCall(ctx, s, a)
+			if err != nil {
+				return store.Approval{}, err
+			}
+			restored = redact.Restore(restored, original)
+			if err := tool.checkArgs(restored); err != nil {
 				return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 			}
 		}
-		hash, err := argsHash(edited)
+		hash, err := argsHash(restored)
 		if err != nil {
 			return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 		}
-		p.Status, p.EditedArgs, p.EditedHash = store.ApprovalEdited, edited, hash
+		p.Status, p.EditedArgs, p.EditedHash = store.ApprovalEdited, d.EditedArgs, hash
 	default:
 		return store.Approval{}, fmt.Errorf("decide: verdict %q; want approve, edit or reject", d.Verdict)
 	}
@@ -379,4 +391,29 @@ func decideApproval(ctx context.Context, s store.Store, now time.Time, tenant, i
 		"approval_id": a.ID, "tool": a.Tool, "category": a.Category, "status": p.Status, "by": d.By, "note": d.Note,
 		"edited_args": shownEdit, "decision_s": now.Sub(a.CreatedAt).Seconds()})}
 	return s.DecideApproval(ctx, p)
+}
+
+// approvedCall returns the exact arguments of the call an approval is for:
+// the model's tool_use in the run's messages, since the approval keeps them
+// redacted. An approval of an older Belay kept them exact.
+func approvedCall(ctx context.Context, s store.Store, a store.Approval) (json.RawMessage, error) {
+	msgs, err := s.Messages(ctx, a.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("decide %s: %w", a.ID, err)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if model.Role(msgs[i].Role) != model.RoleAssistant {
+			continue
+		}
+		blocks, err := model.DecodeBlocks(msgs[i].Content)
+		if err != nil {
+			return nil, fmt.Errorf("decide %s: message %d: %w", a.ID, msgs[i].Seq, err)
+		}
+		for _, b := range model.ToolUses(blocks) {
+			if b.ID == a.ToolUseID {
+				return b.Input, nil
+			}
+		}
+	}
+	return a.Args, nil
 }
