@@ -20,7 +20,10 @@ const unrecorded = "[hidden: this run does not record which arguments are secret
 // redact returns args with the values the tool hides replaced by Redacted
 // (see Tool.Sensitive).
 func (t *Tool) redact(args json.RawMessage) json.RawMessage {
-	return redact.Args(t.sensitiveArgs(), args)
+	if t == nil {
+		return args
+	}
+	return redact.Args(store.SensitiveArgs{Fields: t.Sensitive, Declared: t.declared}, args)
 }
 
 // RedactArgs returns a call's arguments as a person may see them: the

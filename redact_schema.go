@@ -169,11 +169,13 @@ func keyword(leaf string) string {
 // values.
 func wants(keyword string, node any) string {
 	n, _ := node.(map[string]any)
+	if _, ok := n[keyword]; !ok && keyword != "" && keyword != "additionalProperties" {
+		// The location was not found in the schema: say which keyword
+		// failed, not what it asks.
+		return "does not match the schema's " + keyword
+	}
 	v := func(k string) string {
-		b, err := json.Marshal(n[k])
-		if err != nil || n[k] == nil {
-			return "?"
-		}
+		b, _ := json.Marshal(n[k])
 		return text.Clip(string(b), 200)
 	}
 	switch keyword {
