@@ -98,19 +98,28 @@ func TestSensitiveArgumentsNeverReachTheTrace(t *testing.T) {
 	if strings.Contains(a.Summary, planted) {
 		t.Errorf("approval summary shows the card: %s", a.Summary)
 	}
+	// The approval keeps the call redacted, bound to the exact arguments
+	// by their hash.
+	if strings.Contains(string(a.Args), planted) || !strings.Contains(string(a.Args), Redacted) {
+		t.Errorf("the approval keeps the arguments %s", a.Args)
+	}
 	shown := rt.RedactArgs("cards", "charge", a.Args)
 	if strings.Contains(string(shown), planted) || !strings.Contains(string(shown), Redacted) {
 		t.Errorf("RedactArgs = %s", shown)
 	}
 	// The approver edits the amount without seeing the card: the card
-	// number comes back from the original call.
+	// number comes back from the original call when it runs, and is not
+	// written with the edit.
 	edited := json.RawMessage(strings.Replace(string(shown), "20", "15", 1))
 	decided, err := rt.Decide(ctx, "acme", a.ID, ApprovalDecision{Verdict: "edit", EditedArgs: edited, By: "human:maya"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(decided.EditedArgs), planted) {
-		t.Errorf("edited arguments lost the card number: %s", decided.EditedArgs)
+	if strings.Contains(string(decided.EditedArgs), planted) || !strings.Contains(string(decided.EditedArgs), Redacted) {
+		t.Errorf("the edit is kept as %s; want it as the editor gave it", decided.EditedArgs)
+	}
+	if want, _ := argsHash(json.RawMessage(`{"card_number":"` + planted + `","amount":15}`)); decided.EditedHash != want {
+		t.Errorf("the edit's hash is not the call that runs")
 	}
 	d.drain(t)
 	if seen := d.charged(); len(seen) != 1 || seen[0].Card != planted || seen[0].Amount != 15 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/belayrun/belay/internal/guard"
 	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/store"
 )
 
 // Agent is a model that calls tools in a loop, with the rules that make its
@@ -58,9 +59,12 @@ type Agent struct {
 	// DefaultCustomerMessage.
 	CustomerMessage string
 
-	tools    map[string]*Tool
-	detector guard.Detector
-	detect   bool
+	tools map[string]*Tool
+	// sensitive is what each run of the agent records of its tools'
+	// secrets; nil when no tool has any.
+	sensitive map[string]store.SensitiveArgs
+	detector  guard.Detector
+	detect    bool
 }
 
 // Requirement is one thing that must be true of the world for a run to be
@@ -119,6 +123,7 @@ func (a *Agent) prepare() error {
 		a.MaxOutputTokens = 1024
 	}
 	a.tools = make(map[string]*Tool, len(a.Tools))
+	a.sensitive = nil
 	for i := range a.Tools {
 		t := &a.Tools[i]
 		if err := t.validate(); err != nil {
@@ -128,6 +133,12 @@ func (a *Agent) prepare() error {
 			return fmt.Errorf("agent %q: two tools named %q", a.Name, t.Name)
 		}
 		a.tools[t.Name] = t
+		if len(t.Sensitive) > 0 {
+			if a.sensitive == nil {
+				a.sensitive = map[string]store.SensitiveArgs{}
+			}
+			a.sensitive[t.Name] = t.sensitiveArgs()
+		}
 	}
 	for _, r := range a.Requirements {
 		if r.Name == "" || r.Check == nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/belayrun/belay/internal/ledger"
+	"github.com/belayrun/belay/internal/redact"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
 )
@@ -146,9 +147,12 @@ func (x *execution) newApproval(use model.Block, hash string, d Decision) store.
 	if category == "" {
 		category = tool.Name
 	}
+	// The approval keeps the call's arguments redacted: the exact ones are
+	// in the run's messages, which an edit restores hidden values from, and
+	// the hash binds the decision to them.
 	return store.Approval{
 		ID: newApprovalID(), Tenant: x.run.Tenant, RunID: x.run.ID, Step: x.run.Step,
-		ToolUseID: use.ID, Tool: tool.Name, Args: use.Input, ArgsHash: hash,
+		ToolUseID: use.ID, Tool: tool.Name, Args: tool.redact(use.Input), ArgsHash: hash,
 		Reason: d.Reason, Category: category, Summary: summary,
 		PolicyVersion: x.agent.PolicyVersion,
 		Binding:       binding(x.run.Tenant, x.run.ID, tool.Name, hash, x.agent.PolicyVersion, expires),
@@ -200,8 +204,9 @@ func (x *execution) applyDecision(use model.Block, hash string, a store.Approval
 	case store.ApprovalApproved:
 		return gatedCall{use: use}
 	case store.ApprovalEdited:
+		// What the editor left as Redacted comes back from the call.
 		edited := use
-		edited.Input = a.EditedArgs
+		edited.Input = redact.Restore(a.EditedArgs, use.Input)
 		return gatedCall{use: edited}
 	case store.ApprovalRejected:
 		note := a.Note
@@ -340,24 +345,38 @@ func (op operator) decide(ctx context.Context, tenant, id string, d ApprovalDeci
 		if !json.Valid(d.EditedArgs) {
 			return store.Approval{}, fmt.Errorf("decide: %w: they are not valid JSON", ErrInvalidEdit)
 		}
-		edited := d.EditedArgs
+		// The edit is kept as the editor gave it: a value left as Redacted
+		// stays the marker in the store and is put back from the call when
+		// the call runs (applyDecision). The check and the hash are of the
+		// call that will run.
+		restored := d.EditedArgs
 		if tool != nil {
-			edited = tool.restore(edited, a.Args)
-			if err := tool.checkArgs(edited); err != nil {
+			original, err := approvedCall(ctx, s, a)
+			if err != nil {
+				return store.Approval{}, err
+			}
+			restored = redact.Restore(restored, original)
+			if err := tool.checkArgs(restored); err != nil {
 				return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 			}
 		}
-		hash, err := argsHash(edited)
+		hash, err := argsHash(restored)
 		if err != nil {
 			return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 		}
-		p.Status, p.EditedArgs, p.EditedHash = store.ApprovalEdited, edited, hash
+		p.Status, p.EditedArgs, p.EditedHash = store.ApprovalEdited, d.EditedArgs, hash
 	default:
 		return store.Approval{}, fmt.Errorf("decide: verdict %q; want approve, edit or reject", d.Verdict)
 	}
 	var shownEdit json.RawMessage
-	if p.EditedArgs != nil {
-		shownEdit = tool.redact(p.EditedArgs)
+	switch {
+	case p.EditedArgs == nil:
+	case tool != nil:
+		shownEdit = tool.redact(redact.Args(run.Sensitive[a.Tool], p.EditedArgs))
+	default:
+		// The CLI decides without the agent's code: the run's record says
+		// what is secret.
+		shownEdit = RedactStoredArgs(run, a.Tool, p.EditedArgs)
 	}
 	p.Events = []store.Event{event(a.Step, now, "approval_decided", map[string]any{
 		"approval_id": a.ID, "tool": a.Tool, "category": a.Category, "status": p.Status, "by": d.By, "note": d.Note,
@@ -396,4 +415,29 @@ func (op operator) expireApprovals(ctx context.Context) (int, error) {
 		op.observe(run, e.Events)
 	}
 	return len(expired), nil
+}
+
+// approvedCall returns the exact arguments of the call an approval is for:
+// the model's tool_use in the run's messages, since the approval keeps them
+// redacted. An approval of an older Belay kept them exact.
+func approvedCall(ctx context.Context, s store.Store, a store.Approval) (json.RawMessage, error) {
+	msgs, err := s.Messages(ctx, a.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("decide %s: %w", a.ID, err)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if model.Role(msgs[i].Role) != model.RoleAssistant {
+			continue
+		}
+		blocks, err := model.DecodeBlocks(msgs[i].Content)
+		if err != nil {
+			return nil, fmt.Errorf("decide %s: message %d: %w", a.ID, msgs[i].Seq, err)
+		}
+		for _, b := range model.ToolUses(blocks) {
+			if b.ID == a.ToolUseID {
+				return b.Input, nil
+			}
+		}
+	}
+	return a.Args, nil
 }

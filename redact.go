@@ -1,78 +1,35 @@
 package belay
 
 import (
-	"bytes"
 	"encoding/json"
 
+	"github.com/belayrun/belay/internal/redact"
 	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/store"
 )
 
 // Redacted replaces the value of a sensitive argument wherever Belay shows
 // arguments: trace events, escalation packets, approval cards, API
-// responses. The model and the tool still see the real value.
-const Redacted = "[redacted]"
+// responses, the CLI. The model and the tool still see the real value.
+const Redacted = redact.Marker
 
-// redact returns args with the values of the tool's sensitive fields
-// replaced by Redacted. Arguments that are not a JSON object, or name no
-// sensitive field, come back as they are.
+// unrecorded marks the values of a run that does not record which of its
+// arguments are secret, for a reader without the agent's code.
+const unrecorded = "[hidden: this run does not record which arguments are secret]"
+
+// redact returns args with the values the tool hides replaced by Redacted
+// (see Tool.Sensitive).
 func (t *Tool) redact(args json.RawMessage) json.RawMessage {
-	if t == nil || len(t.Sensitive) == 0 || len(args) == 0 {
+	if t == nil {
 		return args
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil {
-		return args
-	}
-	hidden, _ := json.Marshal(Redacted)
-	changed := false
-	for _, f := range t.Sensitive {
-		if _, ok := obj[f]; ok {
-			obj[f] = hidden
-			changed = true
-		}
-	}
-	if !changed {
-		return args
-	}
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return args
-	}
-	return out
-}
-
-// restore puts back the original values of sensitive fields an editor left
-// as Redacted: a person approves a call without ever seeing its secrets.
-func (t *Tool) restore(edited, original json.RawMessage) json.RawMessage {
-	if t == nil || len(t.Sensitive) == 0 {
-		return edited
-	}
-	var e, o map[string]json.RawMessage
-	if json.Unmarshal(edited, &e) != nil || json.Unmarshal(original, &o) != nil {
-		return edited
-	}
-	hidden, _ := json.Marshal(Redacted)
-	changed := false
-	for _, f := range t.Sensitive {
-		if v, ok := e[f]; ok && bytes.Equal(bytes.TrimSpace(v), hidden) {
-			if orig, ok := o[f]; ok {
-				e[f] = orig
-				changed = true
-			}
-		}
-	}
-	if !changed {
-		return edited
-	}
-	out, err := json.Marshal(e)
-	if err != nil {
-		return edited
-	}
-	return out
+	return redact.Args(store.SensitiveArgs{Fields: t.Sensitive, Declared: t.declared}, args)
 }
 
 // RedactArgs returns a call's arguments as a person may see them: the
 // values of the fields its tool marks Sensitive replaced by Redacted.
+// Readers that have the call's run use RedactRunArgs, which also knows the
+// secrets of the tools this runtime does not serve.
 //
 // Only the tool knows which fields are sensitive, so a call of an agent or
 // a tool this runtime does not serve (another deployment's agent on the
@@ -106,34 +63,58 @@ func (r *Runtime) Serves(agent, tool string) bool {
 	return ok
 }
 
-// hideArgs replaces the value of every field of args by marker, or args
-// whole if they are not a JSON object. No arguments stay none.
-func hideArgs(args json.RawMessage, marker string) json.RawMessage {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return args
-	}
-	hidden, _ := json.Marshal(marker)
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
-		return hidden
-	}
-	for f := range obj {
-		obj[f] = hidden
-	}
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return hidden
-	}
-	return out
-}
+func hideArgs(args json.RawMessage, hint string) json.RawMessage { return redact.Hide(args, hint) }
 
 // RedactBlocks returns a copy of a message's blocks with the arguments of
 // every tool call redacted as RedactArgs does.
 func (r *Runtime) RedactBlocks(agent string, blocks []model.Block) []model.Block {
+	return redactBlocks(blocks, func(tool string, args json.RawMessage) json.RawMessage { return r.RedactArgs(agent, tool, args) })
+}
+
+// RedactRunArgs returns the arguments of a call of run's tool as a person
+// may see them: the values of its secret fields replaced by Redacted, by
+// what the run recorded when it started (store.Run.Sensitive), and where
+// this runtime serves the run's agent, by the tool as it is now too (a
+// later version may hide more). A run that recorded nothing, created before
+// runs recorded their secrets, is shown as RedactArgs shows it: by the tool
+// this runtime serves, or with every value hidden.
+func (r *Runtime) RedactRunArgs(run store.Run, tool string, args json.RawMessage) json.RawMessage {
+	if run.Sensitive == nil {
+		return r.RedactArgs(run.Agent, tool, args)
+	}
+	var served *Tool
+	if a, ok := r.agents[run.Agent]; ok {
+		served = a.tools[tool]
+	}
+	return served.redact(redact.Args(run.Sensitive[tool], args))
+}
+
+// RedactRunBlocks returns a copy of a message of run with the arguments of
+// every tool call redacted as RedactRunArgs does.
+func (r *Runtime) RedactRunBlocks(run store.Run, blocks []model.Block) []model.Block {
+	return redactBlocks(blocks, func(tool string, args json.RawMessage) json.RawMessage { return r.RedactRunArgs(run, tool, args) })
+}
+
+// RedactStoredArgs returns the arguments of a call of run's tool as a
+// reader without the agent's code shows them (the CLI, a tool of your own
+// over the store): by what the run recorded when it started. A run that
+// recorded nothing, created before runs recorded their secrets, has every
+// value hidden, since which are secret is not known.
+func RedactStoredArgs(run store.Run, tool string, args json.RawMessage) json.RawMessage {
+	return redact.Stored(run.Sensitive, tool, args, unrecorded)
+}
+
+// RedactStoredBlocks returns a copy of a message of run with the arguments
+// of every tool call redacted as RedactStoredArgs does.
+func RedactStoredBlocks(run store.Run, blocks []model.Block) []model.Block {
+	return redactBlocks(blocks, func(tool string, args json.RawMessage) json.RawMessage { return RedactStoredArgs(run, tool, args) })
+}
+
+func redactBlocks(blocks []model.Block, redactArgs func(tool string, args json.RawMessage) json.RawMessage) []model.Block {
 	out := make([]model.Block, len(blocks))
 	for i, b := range blocks {
 		if b.Type == model.TypeToolUse {
-			b.Input = r.RedactArgs(agent, b.Name, b.Input)
+			b.Input = redactArgs(b.Name, b.Input)
 		}
 		out[i] = b
 	}

@@ -251,7 +251,8 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 	id := newRunID(now)
 	p := store.CreateRunParams{
 		ID: id, Tenant: req.Tenant, User: req.User, ClientRequestID: req.ClientRequestID,
-		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, RequestedBy: req.RequestedBy, Budget: budget, Now: now,
+		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, RequestedBy: req.RequestedBy, Budget: budget,
+		Sensitive: a.sensitive, Now: now,
 		Events: []store.Event{event(0, now, "run_created", map[string]any{
 			"agent": a.Name, "version": a.Version, "user": req.User, "dry_run": req.DryRun})},
 	}

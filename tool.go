@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/belayrun/belay/store"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -59,8 +62,13 @@ type Tool struct {
 	HonorsKey bool
 	// Sensitive names the arguments whose values are secrets (a card number,
 	// a password): the model and the call see them, but traces, escalation
-	// packets, approval cards, API responses and logs show Redacted.
-	// Top-level fields of the arguments object.
+	// packets, approval cards, API responses, the CLI and logs show Redacted.
+	// Top-level fields of the arguments object. A run records them when it
+	// starts, so readers without the agent's code redact them too. For a
+	// tool with sensitive fields, the value of a field its InputSchema does
+	// not declare is hidden as well (a sensitive one misspelled), arguments
+	// that are not a JSON object are hidden whole, and an argument error
+	// says where and why a call does not fit the schema, never with what.
 	Sensitive []string
 	// Timeout bounds one attempt. Default DefaultToolTimeout.
 	Timeout time.Duration
@@ -89,6 +97,10 @@ type Tool struct {
 	Reconcile func(ctx context.Context, key string, args json.RawMessage) (result json.RawMessage, found bool, err error)
 
 	schema *jsonschema.Resolved
+	// schemaDoc is InputSchema decoded, and declared the top-level fields
+	// it declares: what an argument error of a sensitive tool is built from.
+	schemaDoc any
+	declared  []string
 }
 
 // NewTool builds a tool from a typed function. The input schema is derived
@@ -108,7 +120,7 @@ func NewTool[In, Out any](name, description string, effect EffectClass, fn func(
 	t.Call = func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, &ArgumentError{Tool: name, Err: err}
+			return nil, &ArgumentError{Tool: name, Err: decodeError(err)}
 		}
 		out, err := fn(ctx, in)
 		if err != nil {
@@ -117,6 +129,22 @@ func NewTool[In, Out any](name, description string, effect EffectClass, fn func(
 		return json.Marshal(out)
 	}
 	return t
+}
+
+// decodeError is what the model reads when valid arguments do not decode
+// into a tool's input type (a number too large for its field). Go's message
+// quotes the number; which of a tool's fields are sensitive is not known
+// here, so it is left out for all.
+func decodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	kind, _, _ := strings.Cut(te.Value, " ")
+	if te.Field == "" {
+		return fmt.Errorf("the arguments: a JSON %s does not fit Go type %s", kind, te.Type)
+	}
+	return fmt.Errorf("%s: a JSON %s does not fit Go type %s", te.Field, kind, te.Type)
 }
 
 // validate checks the definition and resolves its schema once.
@@ -151,19 +179,47 @@ func (t *Tool) validate() error {
 		return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 	}
 	t.schema = resolved
+	if err := json.Unmarshal(t.InputSchema, &t.schemaDoc); err != nil {
+		return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+	}
+	t.declared = nil
+	if doc, ok := t.schemaDoc.(map[string]any); ok {
+		if props, ok := doc["properties"].(map[string]any); ok {
+			for p := range props {
+				t.declared = append(t.declared, p)
+			}
+			slices.Sort(t.declared)
+		}
+	}
 	return nil
 }
 
+// sensitiveArgs is what a run records of the tool's secrets.
+func (t *Tool) sensitiveArgs() store.SensitiveArgs {
+	if t == nil || len(t.Sensitive) == 0 {
+		return store.SensitiveArgs{}
+	}
+	return store.SensitiveArgs{Fields: slices.Clone(t.Sensitive), Declared: slices.Clone(t.declared)}
+}
+
 // checkArgs validates arguments from the model against the tool's schema.
+// The error of a tool with sensitive fields holds no value of the call: it
+// becomes the call's result, which is stored and shown.
 func (t *Tool) checkArgs(args json.RawMessage) error {
 	var instance any
 	if err := json.Unmarshal(args, &instance); err != nil {
+		if len(t.Sensitive) > 0 {
+			return &ArgumentError{Tool: t.Name, Err: secretSyntaxError(err)}
+		}
 		return &ArgumentError{Tool: t.Name, Err: fmt.Errorf("arguments are not valid JSON: %w", err)}
 	}
 	if t.schema == nil {
 		return nil
 	}
 	if err := t.schema.Validate(instance); err != nil {
+		if len(t.Sensitive) > 0 {
+			err = secretSchemaError(err, t.schemaDoc)
+		}
 		return &ArgumentError{Tool: t.Name, Err: err}
 	}
 	return nil

@@ -342,7 +342,7 @@ func (s *Server) effectViews(run store.Run, effects []store.Effect) []effectView
 	out := []effectView{}
 	for _, e := range effects {
 		out = append(out, effectView{Key: e.Key, Tool: e.Tool, State: e.State,
-			Args: s.rt.RedactArgs(run.Agent, e.Tool, validJSON(e.Args)), Result: validJSON(e.Result),
+			Args: s.rt.RedactRunArgs(run, e.Tool, validJSON(e.Args)), Result: validJSON(e.Result),
 			Step: e.Step, Attempts: e.Attempts, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt})
 	}
 	return out
@@ -380,7 +380,7 @@ func (s *Server) messages(r *http.Request, run store.Run) ([]messageView, error)
 		if err != nil {
 			return nil, fmt.Errorf("message %d of run %s: %w", m.Seq, run.ID, err)
 		}
-		out = append(out, messageView{Seq: m.Seq, Step: m.Step, Role: m.Role, Content: s.rt.RedactBlocks(run.Agent, blocks)})
+		out = append(out, messageView{Seq: m.Seq, Step: m.Step, Role: m.Role, Content: s.rt.RedactRunBlocks(run, blocks)})
 	}
 	return out, nil
 }

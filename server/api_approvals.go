@@ -37,14 +37,14 @@ type approvalView struct {
 	Note          string               `json:"note,omitempty"`
 }
 
-// approvalView shows an approval with the sensitive arguments of its tool
-// redacted; agent is the agent of its run.
-func (s *Server) approvalView(a store.Approval, agent string) approvalView {
-	v := approvalView{ID: a.ID, RunID: a.RunID, Step: a.Step, Tool: a.Tool, Args: s.rt.RedactArgs(agent, a.Tool, a.Args),
+// approvalView shows an approval with the secret arguments of its tool
+// redacted, by what its run recorded and the tools served here.
+func (s *Server) approvalView(a store.Approval, run store.Run) approvalView {
+	v := approvalView{ID: a.ID, RunID: a.RunID, Step: a.Step, Tool: a.Tool, Args: s.rt.RedactRunArgs(run, a.Tool, a.Args),
 		Summary: a.Summary, Reason: a.Reason, Category: a.Category, PolicyVersion: a.PolicyVersion, Binding: a.Binding,
 		Status: a.Status, ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt, DecidedBy: a.DecidedBy, Note: a.Note}
 	if len(a.EditedArgs) > 0 {
-		v.EditedArgs = s.rt.RedactArgs(agent, a.Tool, a.EditedArgs)
+		v.EditedArgs = s.rt.RedactRunArgs(run, a.Tool, a.EditedArgs)
 	}
 	if !a.DecidedAt.IsZero() {
 		t := a.DecidedAt
@@ -53,20 +53,20 @@ func (s *Server) approvalView(a store.Approval, agent string) approvalView {
 	return v
 }
 
-// agentsOf finds the agent of each approval's run, one read per run.
-func (s *Server) agentsOf(r *http.Request, tenant string, as []store.Approval) (map[string]string, error) {
-	agents := map[string]string{}
+// runsOf reads the run of each approval, one read per run.
+func (s *Server) runsOf(r *http.Request, tenant string, as []store.Approval) (map[string]store.Run, error) {
+	runs := map[string]store.Run{}
 	for _, a := range as {
-		if _, ok := agents[a.RunID]; ok {
+		if _, ok := runs[a.RunID]; ok {
 			continue
 		}
 		run, err := s.st.GetRun(r.Context(), tenant, a.RunID)
 		if err != nil {
 			return nil, err
 		}
-		agents[a.RunID] = run.Agent
+		runs[a.RunID] = run
 	}
-	return agents, nil
+	return runs, nil
 }
 
 var approvalStatuses = []store.ApprovalStatus{store.ApprovalPending, store.ApprovalApproved, store.ApprovalEdited,
@@ -95,36 +95,36 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Princip
 	if err != nil {
 		return err
 	}
-	agents, err := s.agentsOf(r, p.Tenant, as)
+	runs, err := s.runsOf(r, p.Tenant, as)
 	if err != nil {
 		return err
 	}
 	out := []approvalView{}
 	for _, a := range as {
-		out = append(out, s.approvalView(a, agents[a.RunID]))
+		out = append(out, s.approvalView(a, runs[a.RunID]))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
 	return nil
 }
 
-func (s *Server) tenantApproval(r *http.Request, p Principal) (store.Approval, string, error) {
+func (s *Server) tenantApproval(r *http.Request, p Principal) (store.Approval, store.Run, error) {
 	a, err := s.st.GetApproval(r.Context(), p.Tenant, r.PathValue("id"))
 	if err != nil {
-		return store.Approval{}, "", err
+		return store.Approval{}, store.Run{}, err
 	}
 	run, err := s.st.GetRun(r.Context(), p.Tenant, a.RunID)
 	if err != nil {
-		return store.Approval{}, "", err
+		return store.Approval{}, store.Run{}, err
 	}
-	return a, run.Agent, nil
+	return a, run, nil
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, p Principal) error {
-	a, agent, err := s.tenantApproval(r, p)
+	a, run, err := s.tenantApproval(r, p)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.approvalView(a, agent))
+	writeJSON(w, http.StatusOK, s.approvalView(a, run))
 	return nil
 }
 
@@ -169,38 +169,38 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, p Principal) err
 	if err := req.validate(); err != nil {
 		return err
 	}
-	a, agent, err := s.applyDecision(r, p, req)
+	a, run, err := s.applyDecision(r, p, req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.approvalView(a, agent))
+	writeJSON(w, http.StatusOK, s.approvalView(a, run))
 	return nil
 }
 
 // applyDecision records a decision of the principal on an approval of its
 // tenant; the API and the console both decide through it.
-func (s *Server) applyDecision(r *http.Request, p Principal, req decisionRequest) (store.Approval, string, error) {
-	a, agent, err := s.tenantApproval(r, p)
+func (s *Server) applyDecision(r *http.Request, p Principal, req decisionRequest) (store.Approval, store.Run, error) {
+	a, run, err := s.tenantApproval(r, p)
 	if err != nil {
-		return store.Approval{}, "", err
+		return store.Approval{}, store.Run{}, err
 	}
-	// Where the tool is not served, the call's values are shown as markers
-	// and an edit cannot be checked against the tool: an edit built from
-	// what was shown would run the call with the markers.
-	if req.Decision == "edit" && !s.rt.Serves(agent, a.Tool) {
-		return store.Approval{}, "", &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",
-			Message: fmt.Sprintf("tool %s of agent %s is not served here, so this server hides its arguments and cannot check an edit; approve or reject it here, or edit it on a server that serves the agent", a.Tool, agent)}
+	// Where the tool is not served, an edit cannot be checked against its
+	// schema, nor a value shown hidden (a run that recorded no secrets)
+	// put back: the call would run with the markers.
+	if req.Decision == "edit" && !s.rt.Serves(run.Agent, a.Tool) {
+		return store.Approval{}, store.Run{}, &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",
+			Message: fmt.Sprintf("tool %s of agent %s is not served here, so this server cannot check an edit against it; approve or reject it here, or edit it on a server that serves the agent", a.Tool, run.Agent)}
 	}
 	decided, err := s.rt.Decide(r.Context(), p.Tenant, a.ID, belay.ApprovalDecision{Verdict: req.Decision,
 		EditedArgs: req.Arguments, Note: req.Note, By: p.Identity(), Binding: req.Binding})
 	if errors.Is(err, belay.ErrInvalidEdit) {
-		return store.Approval{}, "", &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",
+		return store.Approval{}, store.Run{}, &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",
 			Message: strings.TrimPrefix(err.Error(), "decide: ")}
 	}
 	if err != nil {
-		return store.Approval{}, "", err
+		return store.Approval{}, store.Run{}, err
 	}
-	return decided, agent, nil
+	return decided, run, nil
 }
 
 func (s *Server) approvalStats(w http.ResponseWriter, r *http.Request, p Principal) error {

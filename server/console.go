@@ -216,7 +216,7 @@ type card struct {
 	Evidence []evidence
 	Self     bool
 	// Editable is false where this server does not serve the call's tool:
-	// its values are hidden, so an edit could not keep them.
+	// an edit could not be checked against it.
 	Editable bool
 }
 
@@ -245,7 +245,7 @@ func (s *Server) card(r *http.Request, p Principal, a store.Approval) (card, err
 	if err != nil {
 		return card{}, err
 	}
-	args := s.rt.RedactArgs(run.Agent, a.Tool, a.Args)
+	args := s.rt.RedactRunArgs(run, a.Tool, a.Args)
 	c := card{Approval: a, Run: run, Args: fields(args), ArgsJSON: prettyJSON(args),
 		Self: run.RequestedBy != "" && run.RequestedBy == p.Identity() && !a.SelfApproval, Editable: s.rt.Serves(run.Agent, a.Tool)}
 	c.Approval.Args = args
@@ -255,7 +255,7 @@ func (s *Server) card(r *http.Request, p Principal, a store.Approval) (card, err
 	}
 	for _, e := range effects {
 		if e.State == store.EffectDone {
-			e.Args = s.rt.RedactArgs(run.Agent, e.Tool, e.Args)
+			e.Args = s.rt.RedactRunArgs(run, e.Tool, e.Args)
 			c.Prior = append(c.Prior, e)
 		}
 	}
@@ -285,9 +285,9 @@ func (s *Server) customerEffects(r *http.Request, tenant string, run store.Run) 
 	}
 	var out []earlierEffect
 	for _, e := range es {
-		// Redacted by the tools of the agent that made the call, as the
+		// Redacted by what the run that made the call recorded, as the
 		// run's own effects are by theirs.
-		args := s.rt.RedactArgs(e.Agent, e.Tool, e.Args)
+		args := s.rt.RedactRunArgs(store.Run{ID: e.RunID, Agent: e.Agent, Sensitive: e.Sensitive}, e.Tool, e.Args)
 		out = append(out, earlierEffect{Tool: e.Tool, Args: fields(args), State: e.State, RunID: e.RunID, At: e.CreatedAt})
 	}
 	return out, nil
@@ -464,7 +464,10 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*
 			d.Cards = append(d.Cards, c)
 			continue
 		}
-		a.Args = s.rt.RedactArgs(run.Agent, a.Tool, a.Args)
+		a.Args = s.rt.RedactRunArgs(run, a.Tool, a.Args)
+		if len(a.EditedArgs) > 0 {
+			a.EditedArgs = s.rt.RedactRunArgs(run, a.Tool, a.EditedArgs)
+		}
 		d.Decided = append(d.Decided, a)
 	}
 	events, err := s.st.Events(r.Context(), run.ID)

@@ -49,10 +49,12 @@ func vaultWithoutSave() *belay.Agent {
 	return a
 }
 
-// A server shows the arguments of a call only by the tools it serves: the
-// call of an agent or a tool it does not know has every value hidden, in
-// every view, since which of them are secret is not known here.
-func TestArgumentsHiddenWhereTheToolIsNotServed(t *testing.T) {
+// A server that does not serve a call's agent or tool redacts the call by
+// what its run recorded when it started, in every view: the secret is
+// hidden, the rest shown. (A run that recorded nothing has every value
+// hidden there: TestRunsRecordTheirSecrets.) An edit, which the tool
+// would have to check, is refused.
+func TestArgumentsRedactedWhereTheToolIsNotServed(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		op := f.key("acme", "ops", store.RoleOperator)
@@ -79,12 +81,9 @@ func TestArgumentsHiddenWhereTheToolIsNotServed(t *testing.T) {
 		for _, c := range []struct {
 			name   string
 			server *fixture
-			hidden string
 		}{
-			{"agent not served", f.serving(support.NewAgent(f.world, scripted.Func(support.Script()))),
-				"[hidden: agent vault is not served here]"},
-			{"tool not served", f.serving(support.NewAgent(f.world, scripted.Func(support.Script())), vaultWithoutSave()),
-				"[hidden: agent vault has no tool save_credential here]"},
+			{"agent not served", f.serving(support.NewAgent(f.world, scripted.Func(support.Script())))},
+			{"tool not served", f.serving(support.NewAgent(f.world, scripted.Func(support.Script())), vaultWithoutSave())},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				g := c.server
@@ -116,38 +115,41 @@ func TestArgumentsHiddenWhereTheToolIsNotServed(t *testing.T) {
 					if strings.Contains(s, secret) {
 						t.Errorf("the secret is shown in %s", clipBody([]byte(s)))
 					}
-					if strings.Contains(s, c.hidden) {
+					if strings.Contains(s, "hidden:") {
+						t.Errorf("a recorded run's values are hidden in %s", clipBody([]byte(s)))
+					}
+					if strings.Contains(s, belay.Redacted) {
 						hidden++
 					}
 				}
 				if hidden < 10 {
-					t.Errorf("only %d of %d views say the arguments are hidden: the test did not look where the secret would be", hidden, len(seen))
+					t.Errorf("only %d of %d views show the token redacted: the test did not look where the secret would be", hidden, len(seen))
 				}
 
 				// The refund's card: the customer's stored token is listed
-				// by its fields alone, and the refund, whose tool this server
-				// serves, is shown as before.
+				// redacted, and the refund, whose tool this server serves, is
+				// shown as before.
 				_, body := get(t, console, g.http.URL+"/console/approvals/"+refundCard.ID)
 				_, history, ok := strings.Cut(body, "Earlier for this customer")
 				if !ok {
 					t.Fatalf("the refund's card lacks the customer's history:\n%s", body)
 				}
 				history, _, _ = strings.Cut(history, "</ul>")
-				if !containsAll(history, "save_credential", "Customer: "+c.hidden, "Token: "+c.hidden, "/console/runs/"+stored.ID) {
-					t.Errorf("the history does not list the stored token by its fields:\n%s", history)
+				if !containsAll(history, "save_credential", "Customer: ada", "Token: "+belay.Redacted, "/console/runs/"+stored.ID) {
+					t.Errorf("the history does not list the stored token redacted:\n%s", history)
 				}
 				if !containsAll(body, "Charge id", "CH-2", `value="edit"`) {
 					t.Errorf("the refund's card on a server that serves its tool changed:\n%s", body)
 				}
 
-				// An edit of a call whose values are hidden would run it with
-				// the markers: it is refused here, approving and rejecting are not.
+				// An edit cannot be checked against a tool not served here: it
+				// is refused, approving and rejecting are not.
 				_, body = get(t, console, g.http.URL+"/console/approvals/"+vaultCard.ID)
 				if strings.Contains(body, `value="edit"`) {
-					t.Errorf("the vault's card offers an edit on a server that hides its arguments")
+					t.Errorf("the vault's card offers an edit on a server that does not serve its tool")
 				}
 				res := g.do("POST", "/v1/approvals/"+vaultCard.ID+"/decision", approver, map[string]any{"decision": "edit",
-					"binding": vaultCard.Binding, "arguments": map[string]any{"customer": "ada", "token": c.hidden}})
+					"binding": vaultCard.Binding, "arguments": map[string]any{"customer": "ada", "token": belay.Redacted}})
 				if res.status != http.StatusUnprocessableEntity || res.code(t) != "invalid_arguments" {
 					t.Errorf("an edit where the tool is not served: %d %s", res.status, res.body)
 				}

@@ -162,11 +162,13 @@ type CustomerEffectsParams struct {
 }
 
 // CustomerEffect is a side effect of one of a customer's runs, with the
-// agent of that run: its tools say which arguments are secret, so the
+// agent of that run and what it recorded of its tools' secrets, so the
 // caller can redact them as it does for the run's own effects.
 type CustomerEffect struct {
 	Effect
 	Agent string
+	// Sensitive is the record of that run (Run.Sensitive).
+	Sensitive map[string]SensitiveArgs
 }
 
 // AccessStore is the part of a store the HTTP server needs beyond running

@@ -231,9 +231,27 @@ type Run struct {
 	// Escalation is the packet a person acts on when the run stopped for
 	// one, opaque JSON owned by the runtime.
 	Escalation json.RawMessage
+	// Sensitive are the secret arguments of the run's tools, by tool name,
+	// as the agent version that started the run declared them: what every
+	// reader redacts by, with or without the agent's code. Nil for a run
+	// created before runs recorded them (SQLite schema 10, PostgreSQL 9 and
+	// older): which of its values are secret is not known.
+	Sensitive map[string]SensitiveArgs
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// SensitiveArgs says which arguments of a tool's calls are secret, as the
+// agent version that started a run declared them (belay.Tool.Sensitive):
+// readers of the run hide their values without the agent's code.
+type SensitiveArgs struct {
+	// Fields are the top-level fields whose values are secret.
+	Fields []string `json:"fields"`
+	// Declared are the top-level fields the tool's input schema declares,
+	// if it declares any. The value of a field outside them is hidden too:
+	// it may be a secret under a name the model misspelled.
+	Declared []string `json:"declared,omitempty"`
 }
 
 // OutboxMessage is a notification written in the transaction of the state
@@ -332,7 +350,10 @@ type CreateRunParams struct {
 	DryRun          bool
 	RequestedBy     string
 	Budget          json.RawMessage
-	Now             time.Time
+	// Sensitive are the secret arguments of the agent's tools, by tool
+	// name; nil records that none has any.
+	Sensitive map[string]SensitiveArgs
+	Now       time.Time
 	// Events are appended with the run, in the same transaction.
 	Events []Event
 }

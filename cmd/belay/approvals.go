@@ -47,6 +47,22 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	// The arguments are shown redacted by what each approval's run
+	// recorded: this command has no agent code to tell the secrets by.
+	runs := map[string]store.Run{}
+	for i, a := range as {
+		run, ok := runs[a.RunID]
+		if !ok {
+			if run, err = st.GetRun(ctx, a.Tenant, a.RunID); err != nil {
+				return fmt.Errorf("approval %s: %w", a.ID, err)
+			}
+			runs[a.RunID] = run
+		}
+		as[i].Args = belay.RedactStoredArgs(run, a.Tool, a.Args)
+		if len(a.EditedArgs) > 0 {
+			as[i].EditedArgs = belay.RedactStoredArgs(run, a.Tool, a.EditedArgs)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		for _, a := range as {

@@ -27,13 +27,17 @@ func decideDemoApprovals(ctx context.Context, rt *belay.Runtime, st store.Store,
 	in := bufio.NewReader(os.Stdin)
 	var by []string
 	for _, a := range pending {
+		run, err := st.GetRun(ctx, a.Tenant, a.RunID)
+		if err != nil {
+			return nil, err
+		}
 		if !quiet {
 			fmt.Fprintln(stdout)
 			fmt.Fprintln(stdout, "  ┌ approval needed ─────────────────────────────────────────────")
 			fmt.Fprintf(stdout, "  │ what     %s\n", a.Summary)
 			fmt.Fprintf(stdout, "  │ why      %s (policy %s)\n", a.Reason, a.PolicyVersion)
 			fmt.Fprintf(stdout, "  │ context  %s\n", oneLine(demoInput, 90))
-			fmt.Fprintf(stdout, "  │ args     %s\n", compact(a.Args))
+			fmt.Fprintf(stdout, "  │ args     %s\n", compact(rt.RedactRunArgs(run, a.Tool, a.Args)))
 			fmt.Fprintf(stdout, "  │ expires  %s\n", a.ExpiresAt.Local().Format("15:04:05"))
 			fmt.Fprintln(stdout, "  └──────────────────────────────────────────────────────────────")
 		}

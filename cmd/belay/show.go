@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/belayrun/belay"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
+	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
 )
@@ -80,7 +80,8 @@ func parseRunArg(fs *flag.FlagSet, args []string) (string, error) {
 }
 
 // checkpoint is a run as `belay show --json` prints it: everything the store
-// holds about it, in a shape any tool can read.
+// holds about it, in a shape any tool can read, with the values of secret
+// arguments redacted by what the run recorded (belay.RedactStoredArgs).
 type checkpoint struct {
 	RunID           string        `json:"run_id"`
 	Tenant          string        `json:"tenant"`
@@ -160,6 +161,7 @@ func newCheckpoint(run store.Run, msgs []store.Message, effects []store.Effect) 
 		if err != nil {
 			return checkpoint{}, fmt.Errorf("message %d of %s: %w", m.Seq, run.ID, err)
 		}
+		blocks = belay.RedactStoredBlocks(run, blocks)
 		content := make([]any, len(blocks))
 		for i, b := range blocks {
 			content[i] = blockJSON(b)
@@ -171,7 +173,7 @@ func newCheckpoint(run store.Run, msgs []store.Message, effects []store.Effect) 
 	for _, e := range effects {
 		cp.SideEffects = append(cp.SideEffects, effectJSON{
 			Key: e.Key, Tool: e.Tool, State: e.State, Attempts: e.Attempts, Step: e.Step,
-			ArgsHash: e.ArgsHash, Args: jsonValue(e.Args), Result: jsonValue(e.Result),
+			ArgsHash: e.ArgsHash, Args: jsonValue(belay.RedactStoredArgs(run, e.Tool, e.Args)), Result: jsonValue(e.Result),
 			CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC(),
 		})
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -180,5 +181,32 @@ func remarshal(t *testing.T, v, into any) {
 	}
 	if err := json.Unmarshal(b, into); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A run created before runs recorded which of their arguments are secret:
+// the CLI, which has no agent code, cannot tell, and shows no value of its
+// calls (their tools, field names and results are shown).
+func TestShowRunThatRecordsNoSecrets(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	db, err := sql.Open("sqlite", f.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("UPDATE runs SET sensitive = NULL WHERE id = ?", f.done); err != nil {
+		t.Fatal(err)
+	}
+	const hidden = `"order":"[hidden: this run does not record which arguments are secret]"`
+	for _, args := range [][]string{{"show", f.done}, {"show", f.done, "--json"}} {
+		out, err := belayCmd(t, append(args, "--db", f.db)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, `lookup {"order":"A1"}`) || strings.Contains(out, `"input":{"order":"A1"}`) ||
+			strings.Count(out, hidden) < 2 || !strings.Contains(out, `{"refunded":true}`) {
+			t.Errorf("belay %s:\n%s\nwant the calls' values hidden, the results shown", strings.Join(args, " "), out)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -85,7 +86,7 @@ func TestSchemaTooNew(t *testing.T) {
 		t.Errorf("Open of a newer schema: %v, want ErrSchemaTooNew", err)
 	}
 	ms, _ := migrations()
-	for _, want := range []string{"schema 99", "knows " + string(rune('0'+len(ms))), "upgrade belay", s.schema} {
+	for _, want := range []string{"schema 99", "knows " + strconv.Itoa(len(ms)), "upgrade belay", s.schema} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -43,6 +44,10 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 	if p.ID == "" {
 		return store.Run{}, false, errors.New("create run: empty id")
 	}
+	sensitive, err := encodeSensitive(p.Sensitive)
+	if err != nil {
+		return store.Run{}, false, fmt.Errorf("create run %s: %w", p.ID, err)
+	}
 	var (
 		run     store.Run
 		created bool
@@ -59,6 +64,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		"dry_run":           p.DryRun,
 		"requested_by":      p.RequestedBy,
 		"budget":            []byte(p.Budget),
+		"sensitive":         sensitive,
 		"now":               nanos(p.Now),
 	}).QueryRow(func(row pgx.Row) error {
 		r, err := scanRun(row)
@@ -68,7 +74,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		run, created = r, err == nil
 		return err
 	})
-	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
 		if !created {
 			// The insert met a run of the same request, committed by now.
 			r, err := scanRun(tx.QueryRow(ctx, runGetByRequestSQL, namedArgs{
@@ -205,6 +211,7 @@ func scanRun(row pgx.Row) (store.Run, error) {
 	var (
 		r                                      store.Run
 		leaseExpires, resumeAfter, created, up int64
+		sensitive                              []byte
 	)
 	err := row.Scan(
 		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun, &r.RequestedBy,
@@ -213,8 +220,12 @@ func scanRun(row pgx.Row) (store.Run, error) {
 		(*[]byte)(&r.Plan), (*[]byte)(&r.Guard),
 		&r.LeaseOwner, &leaseExpires, &r.LeaseEpoch, &resumeAfter,
 		&r.StopReason, &r.StopDetail, &r.Final, (*[]byte)(&r.Budget), (*[]byte)(&r.Escalation), &created, &up,
+		&sensitive,
 	)
 	if err != nil {
+		return store.Run{}, err
+	}
+	if r.Sensitive, err = decodeSensitive(sensitive); err != nil {
 		return store.Run{}, err
 	}
 	r.LeaseExpires = fromNanos(leaseExpires)
@@ -235,4 +246,26 @@ func scanRuns(rows pgx.Rows) ([]store.Run, error) {
 		runs = append(runs, r)
 	}
 	return runs, rows.Err()
+}
+
+// encodeSensitive is the sensitive column of a new run: {} when no tool
+// has a secret, so that only runs created before the column have none.
+func encodeSensitive(m map[string]store.SensitiveArgs) ([]byte, error) {
+	if m == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(m)
+}
+
+// decodeSensitive reads the sensitive column: NULL, for a run created
+// before it, is nil.
+func decodeSensitive(b []byte) (map[string]store.SensitiveArgs, error) {
+	if b == nil {
+		return nil, nil
+	}
+	m := map[string]store.SensitiveArgs{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("sensitive fields: %w", err)
+	}
+	return m, nil
 }

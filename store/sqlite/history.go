@@ -34,15 +34,19 @@ func (s *Store) CustomerEffects(ctx context.Context, p store.CustomerEffectsPara
 		var (
 			e                     store.CustomerEffect
 			inFlight, created, up int64
+			sensitive             []byte
 		)
 		err := rows.Scan(
 			&e.Tenant, &e.Key, &e.RunID, &e.Tool, &e.ArgsHash, (*[]byte)(&e.Args),
-			(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts, &e.Epoch, &inFlight, &created, &up, &e.Agent,
+			(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts, &e.Epoch, &inFlight, &created, &up, &e.Agent, &sensitive,
 		)
 		if err != nil {
 			return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)
 		}
 		e.InFlightUntil, e.CreatedAt, e.UpdatedAt = fromNanos(inFlight), fromNanos(created), fromNanos(up)
+		if e.Sensitive, err = decodeSensitive(sensitive); err != nil {
+			return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)
+		}
 		es = append(es, e)
 	}
 	if err := rows.Err(); err != nil {

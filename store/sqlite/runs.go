@@ -41,11 +41,15 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 	if p.ID == "" {
 		return store.Run{}, false, errors.New("create run: empty id")
 	}
+	sensitive, err := encodeSensitive(p.Sensitive)
+	if err != nil {
+		return store.Run{}, false, fmt.Errorf("create run %s: %w", p.ID, err)
+	}
 	var (
 		run     store.Run
 		created bool
 	)
-	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
+	err = s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
 		if p.ClientRequestID != "" {
 			r, err := scanRun(tx.QueryRowContext(ctx, runGetByRequestSQL,
 				sql.Named("tenant", p.Tenant),
@@ -71,6 +75,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 			sql.Named("dry_run", p.DryRun),
 			sql.Named("requested_by", p.RequestedBy),
 			sql.Named("budget", []byte(p.Budget)),
+			sql.Named("sensitive", sensitive),
 			sql.Named("now", nanos(p.Now)),
 		))
 		if err != nil {
@@ -253,6 +258,7 @@ func scanRun(row scanner) (store.Run, error) {
 	var (
 		r                                      store.Run
 		leaseExpires, resumeAfter, created, up int64
+		sensitive                              []byte
 	)
 	err := row.Scan(
 		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun, &r.RequestedBy,
@@ -261,8 +267,12 @@ func scanRun(row scanner) (store.Run, error) {
 		(*[]byte)(&r.Plan), (*[]byte)(&r.Guard),
 		&r.LeaseOwner, &leaseExpires, &r.LeaseEpoch, &resumeAfter,
 		&r.StopReason, &r.StopDetail, &r.Final, (*[]byte)(&r.Budget), (*[]byte)(&r.Escalation), &created, &up,
+		&sensitive,
 	)
 	if err != nil {
+		return store.Run{}, err
+	}
+	if r.Sensitive, err = decodeSensitive(sensitive); err != nil {
 		return store.Run{}, err
 	}
 	r.LeaseExpires = fromNanos(leaseExpires)
@@ -283,4 +293,26 @@ func scanRuns(rows *sql.Rows) ([]store.Run, error) {
 		runs = append(runs, r)
 	}
 	return runs, rows.Err()
+}
+
+// encodeSensitive is the sensitive column of a new run: {} when no tool
+// has a secret, so that only runs created before the column have none.
+func encodeSensitive(m map[string]store.SensitiveArgs) ([]byte, error) {
+	if m == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(m)
+}
+
+// decodeSensitive reads the sensitive column: NULL, for a run created
+// before it, is nil.
+func decodeSensitive(b []byte) (map[string]store.SensitiveArgs, error) {
+	if b == nil {
+		return nil, nil
+	}
+	m := map[string]store.SensitiveArgs{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("sensitive fields: %w", err)
+	}
+	return m, nil
 }

@@ -220,6 +220,10 @@ func TestMigrateKeepsRows(t *testing.T) {
 	if err != nil || r.RequestedBy != "" {
 		t.Errorf("run after migration: %+v, %v", r, err)
 	}
+	// Which of its arguments are secret was never recorded: not known.
+	if r.Sensitive != nil {
+		t.Errorf("a run older than migration 11 records sensitive fields %+v", r.Sensitive)
+	}
 	a, err := s.GetApproval(t.Context(), "t", "ap1")
 	if err != nil || a.SelfApproval || a.Status != store.ApprovalPending {
 		t.Errorf("approval after migration: %+v, %v", a, err)
@@ -279,6 +283,9 @@ func TestMigrateKeepsRows(t *testing.T) {
 	claimed, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "new", Now: t0, TTL: time.Hour, Limit: 1})
 	if err != nil || len(claimed) != 1 || claimed[0].ID != "r4" {
 		t.Fatalf("claim the older belay's run: %v, %v", ids(claimed), err)
+	}
+	if claimed[0].Sensitive != nil || r3.Sensitive == nil {
+		t.Errorf("sensitive fields of the older belay's run %+v and of the newer's %+v; want unknown and recorded", claimed[0].Sensitive, r3.Sensitive)
 	}
 	if err := step(t.Context(), s, claimed[0], 0); err != nil {
 		t.Errorf("a step of the older belay's run: %v", err)

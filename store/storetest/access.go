@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -226,7 +227,10 @@ func testCustomerEffects(t *testing.T, s store.AccessStore) {
 	tenant := uniq("tenant")
 	asking := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada"})
 	older := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada"})
-	billing := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada", Agent: "billing"})
+	// The billing run records a secret of its tool: each effect comes with
+	// the record of its own run.
+	billing := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada", Agent: "billing",
+		Sensitive: map[string]store.SensitiveArgs{"refund": {Fields: []string{"iban"}}}})
 	bob := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "bob"})
 	elsewhere := newRun(t, s, store.CreateRunParams{User: "ada"})
 	claimed := map[string]store.Run{}
@@ -250,7 +254,7 @@ func testCustomerEffects(t *testing.T, s store.AccessStore) {
 		}
 		for _, e := range effects(t, s, r.Tenant, r.ID) {
 			if e.Key == in.Key {
-				return store.CustomerEffect{Effect: e, Agent: r.Agent}
+				return store.CustomerEffect{Effect: e, Agent: r.Agent, Sensitive: recorded(r.Sensitive)}
 			}
 		}
 		t.Fatalf("effect %s of run %s is not in the ledger", in.Key, r.ID)
@@ -282,6 +286,9 @@ func testCustomerEffects(t *testing.T, s store.AccessStore) {
 			checkEffect(t, fmt.Sprintf("CustomerEffects, %s, row %d", what, i), got[i].Effect, want[i].Effect)
 			if got[i].Agent != want[i].Agent {
 				t.Errorf("CustomerEffects, %s, row %d: agent %q, want %q", what, i, got[i].Agent, want[i].Agent)
+			}
+			if !reflect.DeepEqual(got[i].Sensitive, want[i].Sensitive) {
+				t.Errorf("CustomerEffects, %s, row %d: sensitive %+v, want %+v", what, i, got[i].Sensitive, want[i].Sensitive)
 			}
 		}
 	}

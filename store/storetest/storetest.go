@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"CreateRunIdempotent", testCreateRunIdempotent},
+		{"RunSensitive", testRunSensitive},
 		{"GetRunTenantScope", testGetRunTenantScope},
 		{"ListRunsFilters", testListRunsFilters},
 		{"ListRunsPaging", testListRunsPaging},
@@ -281,9 +282,19 @@ func checkRun(t *testing.T, what string, got, want store.Run) {
 	d.eq("Final", got.Final, want.Final)
 	d.eq("Budget", got.Budget, want.Budget)
 	d.eq("Escalation", got.Escalation, want.Escalation)
+	d.eq("Sensitive", recorded(got.Sensitive), recorded(want.Sensitive))
 	d.eq("CreatedAt", got.CreatedAt, want.CreatedAt)
 	d.eq("UpdatedAt", got.UpdatedAt, want.UpdatedAt)
 	d.report(t, what)
+}
+
+// recorded is a run's record of its secrets as checkRun compares it: a run
+// created with none records none (testRunSensitive tells the two apart).
+func recorded(m map[string]store.SensitiveArgs) map[string]store.SensitiveArgs {
+	if m == nil {
+		return map[string]store.SensitiveArgs{}
+	}
+	return m
 }
 
 func checkMessages(t *testing.T, what string, got, want []store.Message) {

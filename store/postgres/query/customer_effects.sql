@@ -1,7 +1,7 @@
 -- The customer's runs through runs_user, each run's effects through
 -- effects_run: only the customer's effects are read and sorted.
 SELECT e.tenant, e.key, e.run_id, e.tool, e.args_hash, e.args, e.state, e.result, e.step, e.attempts, e.epoch, e.in_flight_until,
-    e.created_at, e.updated_at, r.agent
+    e.created_at, e.updated_at, r.agent, r.sensitive
 FROM runs AS r
 JOIN effects AS e ON e.tenant = r.tenant AND e.run_id = r.id
 WHERE r.tenant = @tenant AND r.user_id = @user AND r.id <> @except_run
