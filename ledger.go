@@ -64,8 +64,10 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 	now := x.r.cfg.now()
 	eff, existed, err := x.r.store.BeginEffect(ctx, store.BeginEffectParams{
 		Fence: x.fence(), Now: now,
+		// The ledger keeps the arguments as readers may see them; the key and
+		// the hash are of the exact ones.
 		Effect: store.Effect{Tenant: x.run.Tenant, Key: key, RunID: x.run.ID, Tool: tool.Name,
-			ArgsHash: ledger.Hash(allArgs), Args: allArgs, Step: x.run.Step, InFlightUntil: inFlightUntil(tool, now)},
+			ArgsHash: ledger.Hash(allArgs), Args: tool.redact(allArgs), Step: x.run.Step, InFlightUntil: inFlightUntil(tool, now)},
 		LeaseExpires: now.Add(x.r.cfg.LeaseTTL),
 		Events:       intentEvents,
 	})

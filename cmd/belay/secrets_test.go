@@ -80,17 +80,14 @@ func (b *logBuffer) String() string {
 // logs, every API response, the console's pages, the webhook payloads and
 // what the CLI prints. The tool must still get the real number.
 //
-// Two tables keep it. The messages table holds the model's exact tool_use
+// One table keeps it. The messages table holds the model's exact tool_use
 // input, and must: Belay sends the history back to the provider byte for
-// byte, and an approval's edit restores hidden values from it. The effects
-// table holds the exact arguments of the side effect (effects.args, written
-// by the ledger as the call goes out; the policy reads them as the run's
-// prior effects). They could be kept redacted, as the approvals are, since
-// the idempotency key and args_hash are derived from the call itself, but
-// that write is in callSideEffect, which the exactly-once work is rewriting.
-// So the store file's bytes may hold the card number only as part of a copy
-// of those two columns' values (checkStoreFile), and every other column of
-// every table is read row by row.
+// byte, and an approval's edit restores hidden values from it. The ledger
+// keeps the side effect's arguments redacted, as the approvals do (the
+// idempotency key and args_hash are derived from the call itself). So the
+// store file's bytes may hold the card number only as part of a copy of a
+// message's content (checkStoreFile), and every other column of every table
+// is read row by row.
 func TestSecretsNeverShown(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -346,7 +343,7 @@ type shown struct {
 
 // checkStoreFile looks for the card number in the bytes of the database
 // file and its WAL, and in every row of every table. Only messages.content
-// and effects.args may hold it (see TestSecretsNeverShown). In the bytes,
+// may hold it (see TestSecretsNeverShown). In the bytes,
 // that is checked by context: each occurrence must be part of a copy of
 // one of their values, the 32 bytes on each side included (up to the value's
 // ends, or the page's, for a value that overflows onto another page). Pages
@@ -365,7 +362,7 @@ func checkStoreFile(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	var kept [][]byte
-	for _, q := range []string{"SELECT content FROM messages", "SELECT args FROM effects"} {
+	for _, q := range []string{"SELECT content FROM messages"} {
 		rows, err := db.Query(q)
 		if err != nil {
 			t.Fatal(err)
@@ -382,7 +379,7 @@ func checkStoreFile(t *testing.T, path string) {
 		rows.Close()
 	}
 	if len(kept) == 0 {
-		t.Fatal("neither the messages nor the effects hold the card number: the test does not see the call")
+		t.Fatal("the messages do not hold the card number: the test does not see the call")
 	}
 
 	found := 0
@@ -420,7 +417,7 @@ func checkStoreFile(t *testing.T, path string) {
 		t.Error("the card number is nowhere in the files, although the messages hold it: the search does not work")
 	}
 
-	// Row by row, every column but the two that keep it.
+	// Row by row, every column but the one that keeps it.
 	tables, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'table'")
 	if err != nil {
 		t.Fatal(err)
@@ -450,7 +447,7 @@ func checkStoreFile(t *testing.T, path string) {
 				t.Fatal(err)
 			}
 			for i, v := range vals {
-				if (table == "messages" && cols[i] == "content") || (table == "effects" && cols[i] == "args") {
+				if table == "messages" && cols[i] == "content" {
 					continue
 				}
 				if b := asBytes(v); bytes.Contains(b, []byte(needle)) {
