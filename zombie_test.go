@@ -1,0 +1,201 @@
+package belay_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	mathrand "math/rand/v2"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/store"
+)
+
+// A worker is stopped with SIGSTOP at each interesting point of a run with
+// one side effect: in the model call, after the intent is recorded and
+// before the charge is sent, and after it is sent and before its answer is
+// recorded; for each kind of tool (its downstream honours keys, it can be
+// asked, or neither) and on both stores. Its lease is 1 s and it is stopped
+// for 2.5 to 3.5 s; a second worker takes the run over meanwhile. The tool
+// is well written: it waits on its context and checks it just before it
+// sends, so a stopped worker that wakes past its lease sends nothing, even
+// when the call's own timeout (4 s when A is stopped before the send) has
+// not passed. The
+// bank counts what lands. Each case must end with the run verified and one
+// charge in the bank, and, for a tool that can neither be asked nor called
+// again, no charge landing after the person (the test) decided it had not
+// happened.
+func TestZombieAtEveryPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two worker processes per case")
+	}
+	for _, kind := range []string{"sqlite", "postgres"} {
+		for _, tool := range []toolKind{honorsKey, reconcile, neither} {
+			for _, point := range []string{"model", "before-send", "after-send"} {
+				t.Run(fmt.Sprintf("%s/%s/%s", kind, tool, point), func(t *testing.T) {
+					t.Parallel()
+					zombieCase(t, kind, tool, point)
+				})
+			}
+		}
+	}
+}
+
+// decision is a person's answer to an unknown outcome, as the test gave it.
+type decision struct {
+	at      time.Time
+	epoch   int64
+	applied bool
+}
+
+func zombieCase(t *testing.T, storeKind string, tool toolKind, point string) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cfg, st := faultStore(t, storeKind)
+	bank := newFaultBank(t)
+	cfg.Bank, cfg.TTL, cfg.Timeout, cfg.Tools = bank.srv.URL, time.Second, 2*time.Second, []toolKind{tool}
+	cfg.ModelWait = [2]time.Duration{50 * time.Millisecond, 50 * time.Millisecond}
+	switch point {
+	case "model":
+		cfg.ModelWait = [2]time.Duration{600 * time.Millisecond, 600 * time.Millisecond}
+	case "before-send":
+		cfg.WaitBefore = [2]time.Duration{600 * time.Millisecond, 600 * time.Millisecond}
+		// Longer than the freeze: A's call is still within its own time
+		// when A wakes, so only its lease can stop it from sending.
+		cfg.Timeout = 4 * time.Second
+	case "after-send":
+		cfg.WaitAfter = [2]time.Duration{600 * time.Millisecond, 600 * time.Millisecond}
+	}
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{faultAgent(cfg, io.Discard)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := rt.StartRun(ctx, belay.RunRequest{Agent: "charger", User: "u", ClientRequestID: "order-1", Input: "charge the order"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	aCfg := cfg
+	aCfg.Name = "A"
+	a := startFaultWorker(t, aCfg)
+	if _, _, err := a.waitMark(ctx, 0, point); err != nil {
+		t.Fatal(err)
+	}
+	a.freeze(ctx, t)
+	stoppedAt := time.Now()
+	held, err := st.GetRun(ctx, "", run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	bCfg := cfg
+	bCfg.Name = "B"
+	b := startFaultWorker(t, bCfg)
+	var (
+		mu        sync.Mutex
+		decisions []decision
+	)
+	personCtx, stopPerson := context.WithCancel(ctx)
+	defer stopPerson()
+	personDone := make(chan struct{})
+	go func() {
+		defer close(personDone)
+		decide := func(r store.Run) {
+			effs, err := st.Effects(ctx, "", r.ID)
+			if err != nil || len(effs) == 0 {
+				return
+			}
+			key := effs[0].Key
+			applied := bank.has(key)
+			d := decision{at: time.Now(), epoch: r.LeaseEpoch, applied: applied}
+			if _, err := belay.ResolveOutcome(ctx, st, "", r.ID, belay.Outcome{Key: key, Applied: applied}, "human:test"); err == nil {
+				mu.Lock()
+				decisions = append(decisions, d)
+				mu.Unlock()
+			}
+		}
+		_ = waitUntil(personCtx, func() bool {
+			if r, err := st.GetRun(ctx, "", run.ID); err == nil && r.Status == store.StatusPaused && r.StopReason == "unknown_outcome" {
+				decide(r)
+			}
+			return false
+		})
+	}()
+
+	freeze := 2500*time.Millisecond + time.Duration(mathrand.Int64N(int64(time.Second)))
+	select {
+	case <-time.After(time.Until(stoppedAt.Add(freeze))):
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	beforeCont, err := st.GetRun(ctx, "", run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.signal(t, syscall.SIGCONT)
+	var finished store.Run
+	if err := waitUntil(ctx, func() bool {
+		finished, err = st.GetRun(ctx, "", run.ID)
+		return err == nil && finished.Status.Terminal()
+	}); err != nil {
+		t.Fatalf("run not finished: %s (%s: %s); A:\n%s\nB:\n%s", finished.Status, finished.StopReason, finished.StopDetail, a.tail(), b.tail())
+	}
+	// A, awake, finds the run no longer its, whatever it was doing.
+	if err := waitUntil(ctx, func() bool {
+		return strings.Contains(a.tail(), "gave up the run") || strings.Contains(a.tail(), "lease lost")
+	}); err != nil {
+		t.Errorf("A never let go of the run it was stopped in: %v\n%s", err, a.tail())
+	}
+	stopPerson()
+	<-personDone
+	for _, p := range []*faultProc{a, b} {
+		p.signal(t, syscall.SIGTERM)
+		<-p.done
+	}
+
+	// The fault fired: B took the run over while A was stopped.
+	if beforeCont.LeaseEpoch <= held.LeaseEpoch {
+		t.Errorf("at SIGCONT the run was at epoch %d, as when A was stopped: nobody took it over", beforeCont.LeaseEpoch)
+	}
+	if finished.Status != store.StatusDone || finished.StopReason != "verified" {
+		t.Errorf("run ended %s (%s: %s), want done and verified", finished.Status, finished.StopReason, finished.StopDetail)
+	}
+	landed := bank.ofRun(run.ID)
+	if len(landed) != 1 {
+		t.Errorf("%d charges landed, want 1: %+v", len(landed), landed)
+	}
+	for _, l := range landed {
+		if point == "before-send" && l.By == "A" && l.Token == held.LeaseEpoch {
+			t.Errorf("A sent its charge after it woke past its lease: %+v", l)
+		}
+		for _, d := range decisions {
+			if !d.applied && l.At.After(d.at) && l.Token <= d.epoch {
+				t.Errorf("a charge sent at epoch %d landed after the person decided at epoch %d that none had: %+v", l.Token, d.epoch, l)
+			}
+		}
+	}
+	if tool == neither && point != "model" && len(decisions) == 0 {
+		t.Errorf("nobody was asked about the charge A left unknown")
+	}
+	events, err := st.Events(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := 0
+	for _, e := range events {
+		if e.Type == "effect_in_flight" {
+			waits++
+		}
+	}
+	if point != "model" && waits == 0 {
+		t.Errorf("the worker that took the run over did not wait for A's call to be over")
+	}
+	by, _ := json.Marshal(landed)
+	t.Logf("A stopped at %s (epoch %d) for %v; epoch %d at SIGCONT, %d at the end; %d waits for A's call; decisions %+v; landed %s",
+		point, held.LeaseEpoch, freeze.Round(time.Millisecond), beforeCont.LeaseEpoch, finished.LeaseEpoch, waits, decisions, by)
+}
