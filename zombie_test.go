@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"syscall"
@@ -198,4 +200,153 @@ func zombieCase(t *testing.T, storeKind string, tool toolKind, point string) {
 	by, _ := json.Marshal(landed)
 	t.Logf("A stopped at %s (epoch %d) for %v; epoch %d at SIGCONT, %d at the end; %d waits for A's call; decisions %+v; landed %s",
 		point, held.LeaseEpoch, freeze.Round(time.Millisecond), beforeCont.LeaseEpoch, finished.LeaseEpoch, waits, decisions, by)
+}
+
+// cutProxy forwards TCP connections to a server until it is cut: then it
+// stops forwarding in both directions and holds the connections open, as a
+// network that drops packets does, so the client's calls hang rather than
+// fail.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	cut    chan struct{}
+	once   sync.Once
+	closed chan struct{} // the test is over: held pipes end
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target, cut: make(chan struct{}), closed: make(chan struct{})}
+	var conns sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		close(p.closed)
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		conns.Wait()
+	})
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, client, server)
+			mu.Unlock()
+			conns.Add(2)
+			go func() { defer conns.Done(); p.pipe(server, client) }()
+			go func() { defer conns.Done(); p.pipe(client, server) }()
+		}
+	}()
+	return p
+}
+
+// pipe copies from src to dst until either closes, and once the proxy is
+// cut, forwards nothing more: what it read is held, not written.
+func (p *cutProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-p.cut:
+			<-p.closed // held until the test ends
+			return
+		default:
+		}
+		if err != nil {
+			return
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+func (p *cutProxy) cutNow() { p.once.Do(func() { close(p.cut) }) }
+
+// Worker A reaches PostgreSQL through a proxy of the test's own; as its
+// charge waits to be sent (1.5 s, longer than its 1 s lease), the proxy
+// stops forwarding: A's renewals hang instead of failing. Worker B,
+// connected directly, takes the run over once A's lease has expired. A
+// must send nothing: its lease runs out by its own clock although no
+// renewal ever came back to say so.
+func TestWorkerCutOffFromPostgresSendsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two worker processes")
+	}
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cfg, st := faultStore(t, "postgres")
+	bank := newFaultBank(t)
+	cfg.Bank, cfg.TTL, cfg.Timeout, cfg.Tools = bank.srv.URL, time.Second, 4*time.Second, []toolKind{reconcile}
+	cfg.WaitBefore = [2]time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond}
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{faultAgent(cfg, io.Discard)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := rt.StartRun(ctx, belay.RunRequest{Agent: "charger", User: "u", ClientRequestID: "order-1", Input: "charge the order"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(cfg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCutProxy(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	aCfg := cfg
+	aCfg.Name, aCfg.DSN = "A", u.String()
+	a := startFaultWorker(t, aCfg)
+	if _, _, err := a.waitMark(ctx, 0, "before-send"); err != nil {
+		t.Fatal(err)
+	}
+	proxy.cutNow()
+	bCfg := cfg
+	bCfg.Name = "B"
+	b := startFaultWorker(t, bCfg)
+
+	// A's call ends one way or the other within its 4 s.
+	callCtx, cancelCall := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelCall()
+	if err := waitUntil(callCtx, func() bool { return a.marks("gave-up")+a.marks("after-send") > 0 }); err != nil {
+		t.Fatalf("A's call neither gave up nor sent: %v", err)
+	}
+	if a.marks("gave-up") == 0 {
+		t.Errorf("A did not give up its call")
+	}
+	var finished store.Run
+	if err := waitUntil(ctx, func() bool {
+		finished, err = st.GetRun(ctx, "", run.ID)
+		return err == nil && finished.Status.Terminal()
+	}); err != nil {
+		t.Fatalf("run not finished on B: %s (%s); B:\n%s", finished.Status, finished.StopDetail, b.tail())
+	}
+	b.signal(t, syscall.SIGTERM)
+	<-b.done
+	landed := bank.ofRun(run.ID)
+	if len(landed) != 1 || landed[0].By != "B" {
+		t.Errorf("charges %+v, want one, sent by B", landed)
+	}
+	if finished.Status != store.StatusDone || finished.StopReason != "verified" || finished.LeaseEpoch < 2 {
+		t.Errorf("run ended %s (%s) at epoch %d, want done and verified on B", finished.Status, finished.StopReason, finished.LeaseEpoch)
+	}
+	if n := a.marks("after-send"); n != 0 {
+		t.Errorf("A sent %d charges while cut off", n)
+	}
+	t.Logf("A gave up its call while cut off; B finished at epoch %d; landed %+v", finished.LeaseEpoch, landed)
 }
