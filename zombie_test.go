@@ -350,3 +350,219 @@ func TestWorkerCutOffFromPostgresSendsNothing(t *testing.T) {
 	}
 	t.Logf("A gave up its call while cut off; B finished at epoch %d; landed %+v", finished.LeaseEpoch, landed)
 }
+
+// A fleet of four worker processes works hundreds of runs of three side
+// effects each (one of each kind of tool), while the test stops random
+// workers with SIGSTOP for 2 to 4 s and kills others with SIGKILL (and
+// starts them again), and a person (the test) answers every outcome the
+// runs leave unknown by looking at the bank. The bank, not Belay's records,
+// says what happened: every run must end verified with each of its charges
+// landed exactly once, and none landing after the person said it had not.
+func TestFleetUnderFreezesAndKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a fleet of worker processes")
+	}
+	for _, c := range []struct {
+		store string
+		runs  int
+	}{{"postgres", 400}, {"sqlite", 200}} {
+		t.Run(c.store, func(t *testing.T) {
+			t.Parallel()
+			fleetCase(t, c.store, c.runs)
+		})
+	}
+}
+
+func fleetCase(t *testing.T, storeKind string, runs int) {
+	const workers = 4
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	cfg, st := faultStore(t, storeKind)
+	bank := newFaultBank(t)
+	cfg.Bank, cfg.TTL, cfg.Timeout = bank.srv.URL, time.Second, 1500*time.Millisecond
+	cfg.Tools = []toolKind{reconcile, honorsKey, neither}
+	cfg.Workers = 8
+	cfg.ModelWait = [2]time.Duration{10 * time.Millisecond, 60 * time.Millisecond}
+	cfg.WaitBefore = [2]time.Duration{50 * time.Millisecond, 300 * time.Millisecond}
+	cfg.WaitAfter = [2]time.Duration{0, 80 * time.Millisecond}
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{faultAgent(cfg, io.Discard)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, runs)
+	for i := range runs {
+		run, _, err := rt.StartRun(ctx, belay.RunRequest{Agent: "charger", User: "u", ClientRequestID: fmt.Sprintf("order-%d", i), Input: "charge the order"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = run.ID
+	}
+
+	procs := make([]*faultProc, workers)
+	gen := 0
+	launch := func(i int) {
+		gen++
+		c := cfg
+		c.Name = fmt.Sprintf("w%d.%d", i, gen)
+		procs[i] = startFaultWorker(t, c)
+	}
+	for i := range procs {
+		launch(i)
+	}
+
+	var (
+		mu        sync.Mutex
+		decisions = map[string][]decision{}
+	)
+	terminal := func() (int, error) {
+		n := 0
+		for _, id := range ids {
+			r, err := st.GetRun(ctx, "", id)
+			if err != nil {
+				return 0, err
+			}
+			switch {
+			case r.Status.Terminal():
+				n++
+			case r.Status == store.StatusPaused && r.StopReason == "unknown_outcome":
+				effs, err := st.Effects(ctx, "", id)
+				if err != nil {
+					return 0, err
+				}
+				for _, e := range effs {
+					if e.State != store.EffectPending && e.State != store.EffectUnknown {
+						continue
+					}
+					d := decision{at: time.Now(), epoch: r.LeaseEpoch, applied: bank.has(e.Key)}
+					if _, err := belay.ResolveOutcome(ctx, st, "", id, belay.Outcome{Key: e.Key, Applied: d.applied}, "human:test"); err == nil {
+						mu.Lock()
+						decisions[id] = append(decisions[id], d)
+						mu.Unlock()
+					}
+					break
+				}
+			}
+		}
+		return n, nil
+	}
+
+	// Faults, one every 250 to 500 ms, on a worker that is running: half
+	// are stops of 2 to 4 s, half are kills followed by a new process.
+	freezes, kills := 0, 0
+	frozen := make([]time.Time, workers) // until when a worker is stopped
+	next := time.Now()
+	start := time.Now()
+	for {
+		n, err := terminal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == runs {
+			break
+		}
+		now := time.Now()
+		for i, p := range procs {
+			if !frozen[i].IsZero() && now.After(frozen[i]) {
+				p.signal(t, syscall.SIGCONT)
+				frozen[i] = time.Time{}
+			}
+			select {
+			case <-p.done:
+				t.Fatalf("%s exited on its own; stderr:\n%s", p.name, p.tail())
+			default:
+			}
+		}
+		if now.After(next) {
+			i := mathrand.IntN(workers)
+			if frozen[i].IsZero() {
+				if mathrand.IntN(2) == 0 {
+					procs[i].signal(t, syscall.SIGSTOP)
+					frozen[i] = now.Add(2*time.Second + time.Duration(mathrand.Int64N(int64(2*time.Second))))
+					freezes++
+				} else {
+					procs[i].signal(t, syscall.SIGKILL)
+					<-procs[i].done
+					launch(i)
+					kills++
+				}
+			}
+			next = now.Add(250*time.Millisecond + time.Duration(mathrand.Int64N(int64(250*time.Millisecond))))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("after %v, %d freezes and %d kills, %d of %d runs are terminal", time.Since(start).Round(time.Second), freezes, kills, n, runs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	elapsed := time.Since(start)
+	for i, p := range procs {
+		if !frozen[i].IsZero() {
+			p.signal(t, syscall.SIGCONT)
+		}
+		p.signal(t, syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		<-p.done
+	}
+
+	bad, takeovers, waits, attempts := 0, 0, 0, 0
+	report := func(format string, args ...any) {
+		if bad++; bad <= 10 {
+			t.Errorf(format, args...)
+		}
+	}
+	for _, id := range ids {
+		r, err := st.GetRun(ctx, "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != store.StatusDone || r.StopReason != "verified" {
+			report("run %s ended %s (%s: %s)", id, r.Status, r.StopReason, r.StopDetail)
+		}
+		if r.LeaseEpoch > 1 {
+			takeovers++
+		}
+		perTool := map[string]int{}
+		for _, l := range bank.ofRun(id) {
+			perTool[l.Tool]++
+			for _, d := range decisions[id] {
+				if !d.applied && l.At.After(d.at) && l.Token <= d.epoch {
+					report("run %s: %s sent at epoch %d landed after the person decided at epoch %d that it had not", id, l.Tool, l.Token, d.epoch)
+				}
+			}
+		}
+		for _, tool := range []string{"charge_1_reconcile", "charge_2_honors", "charge_3_neither"} {
+			if perTool[tool] != 1 {
+				report("run %s: %s landed %d times, want once", id, tool, perTool[tool])
+			}
+		}
+		events, err := st.Events(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			if e.Type == "effect_in_flight" {
+				waits++
+			}
+		}
+		effs, err := st.Effects(ctx, "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range effs {
+			attempts += e.Attempts
+		}
+	}
+	if bad > 10 {
+		t.Errorf("... and %d more", bad-10)
+	}
+	answered := 0
+	for _, ds := range decisions {
+		answered += len(ds)
+	}
+	t.Logf("%d runs (%d effects) on %s in %v: %d stops of 2-4 s, %d kills; %d runs taken over, %d waits for a predecessor's call, %d calls sent, %d outcomes a person answered",
+		runs, 3*runs, storeKind, elapsed.Round(time.Second), freezes, kills, takeovers, waits, attempts, answered)
+	if freezes < 5 || kills < 5 || takeovers < 10 {
+		t.Errorf("%d stops, %d kills, %d takeovers: the faults did not reach the runs often enough for the test to mean much", freezes, kills, takeovers)
+	}
+}
