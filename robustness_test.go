@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +19,8 @@ import (
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/sqlite"
+	"github.com/belayrun/belay/store/sqlite/sqlitetest"
 )
 
 // killStore fails (as a killed process would: nothing written) the first
@@ -663,4 +667,67 @@ func TestFailingModelBacksOffThenWaitsForAPerson(t *testing.T) {
 	if waits[0] != modelRetryBase || waits[1] != 2*modelRetryBase || waits[len(waits)-1] != modelRetryMax {
 		t.Errorf("waits %v: want %v doubling up to %v", waits, modelRetryBase, modelRetryMax)
 	}
+}
+
+// A runtime whose store finds its file damaged stops claiming: every claim
+// would fail the same way, and nothing may be written to the file. It says
+// so once, and its claim loop ends.
+func TestRuntimeStopsClaimingOnADamagedStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "belay.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlitetest.CreateRuns(t, st, 300)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sqlitetest.DamageInterior(t, path, "runs")
+	if st, err = sqlite.Open(ctx, path, sqlite.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	logs := &lockedBuffer{}
+	agent := &Agent{Name: "a", Model: scripted.New(scripted.Reply{Text: "done"}), Policy: allowAll, PolicyVersion: "allow-all"}
+	rt, err := New(Config{Store: st, Agents: []*Agent{agent}, PollInterval: 5 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := rt.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	defer stopWithin(t, rt, 5*time.Second)
+	ended := make(chan struct{})
+	go func() { rt.loopsWG.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-runCtx.Done():
+		t.Fatalf("the claim loop goes on over a damaged store; log:\n%s", logs.String())
+	}
+	if n := strings.Count(logs.String(), "claims no more runs"); n != 1 {
+		t.Errorf("the runtime said %d times that it claims no more; log:\n%s", n, logs.String())
+	}
+}
+
+// lockedBuffer is a log written by several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -376,8 +376,9 @@ func (r *Runtime) poke() {
 	}
 }
 
-// claimLoop claims runs while ctx lives; the runs it launches live on
-// workCtx, so that stopping the claims does not cut a step short.
+// claimLoop claims runs while ctx lives, or until the store is found
+// damaged; the runs it launches live on workCtx, so that stopping the
+// claims does not cut a step short.
 func (r *Runtime) claimLoop(ctx, workCtx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -402,6 +403,13 @@ func (r *Runtime) claimLoop(ctx, workCtx context.Context) {
 		free := r.cfg.Workers - r.inFlight()
 		if free > 0 {
 			runs, err := r.claim(ctx, free)
+			if errors.Is(err, store.ErrCorrupt) {
+				// Every claim would fail the same way, and nothing may be
+				// written to the file: the runs in flight end at their next
+				// write, and this runtime claims no more.
+				r.cfg.Logger.Error("the store is damaged; this runtime claims no more runs", "err", err)
+				return
+			}
 			if err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Error("claim runs", "err", err)
 			}

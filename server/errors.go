@@ -30,6 +30,11 @@ func errBadRequest(code, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// errStoreCorrupt answers every request that needs the store once its file
+// was found damaged; the file's path and SQLite's words go to the log.
+var errStoreCorrupt = &apiError{status: http.StatusServiceUnavailable, Code: "store_corrupt",
+	Message: "the database file is damaged and belay writes nothing more to it: stop every belay process on it, run belay check --db PATH, and restore it from the latest copy belay backup wrote"}
+
 // classify turns an error of the runtime or the store into what the client
 // sees. Anything it does not know is an internal error, whose details go to
 // the log and never to the client.
@@ -60,6 +65,8 @@ func classify(err error) *apiError {
 	case errors.Is(err, store.ErrWrongStatus):
 		return &apiError{status: http.StatusConflict, Code: "wrong_status",
 			Message: "the run is not in a status that allows this: " + err.Error()}
+	case errors.Is(err, store.ErrCorrupt):
+		return errStoreCorrupt
 	}
 	return &apiError{status: http.StatusInternalServerError, Code: "internal",
 		Message: "the server failed to answer; its log has the details"}

@@ -157,8 +157,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		if err := hc.Health(ctx); err != nil {
 			s.cfg.Logger.Error("store not ready", "err", err)
 			if errors.Is(err, store.ErrCorrupt) {
-				writeError(w, &apiError{status: http.StatusServiceUnavailable, Code: "store_corrupt",
-					Message: "the database file is damaged and belay writes nothing more to it: stop every belay process on it, run belay check --db PATH, and restore it from the latest copy belay backup wrote"})
+				writeError(w, errStoreCorrupt)
 				return
 			}
 			writeError(w, &apiError{status: http.StatusServiceUnavailable, Code: "store_unavailable",

@@ -42,8 +42,8 @@ func TestReadyzDamagedStore(t *testing.T) {
 	if res := f.do("GET", "/readyz", "", nil); res.status != 200 {
 		t.Fatalf("readyz before the damage is found: %d %s", res.status, res.body)
 	}
-	if res := f.do("GET", "/v1/runs/run-00007", k.Secret, nil); res.status != 500 {
-		t.Errorf("run on a damaged page: %d %s, want 500", res.status, res.body)
+	if res := f.do("GET", "/v1/runs/run-00007", k.Secret, nil); res.status != 503 || res.code(t) != "store_corrupt" {
+		t.Errorf("run on a damaged page: %d %s, want 503 store_corrupt", res.status, res.body)
 	}
 	res := f.do("GET", "/readyz", "", nil)
 	if res.status != 503 || res.code(t) != "store_corrupt" {
