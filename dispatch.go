@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/belayrun/belay/internal/guard"
+	"github.com/belayrun/belay/internal/ledger"
 	"github.com/belayrun/belay/internal/text"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
@@ -259,4 +260,12 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func compactJSON(raw json.RawMessage) string {
+	c, err := ledger.Canonical(raw, nil)
+	if err != nil {
+		return string(raw)
+	}
+	return string(c)
 }

@@ -49,33 +49,38 @@ func (r *Runtime) killSwitch(ctx context.Context, tenant string) (bool, string, 
 	return engaged, reason, nil
 }
 
+// SetKillSwitch is Operator.SetKillSwitch on the runtime's operator.
+//
+// Deprecated: use rt.Operator().SetKillSwitch.
+func (r *Runtime) SetKillSwitch(ctx context.Context, tenant string, engaged bool, reason string) error {
+	return r.Operator().SetKillSwitch(ctx, tenant, engaged, reason)
+}
+
+// SetKillSwitch is Operator.SetKillSwitch over a bare store.
+//
+// Deprecated: use NewOperator(s).SetKillSwitch.
+func SetKillSwitch(ctx context.Context, s store.Store, tenant string, engaged bool, reason string) error {
+	return NewOperator(s).SetKillSwitch(ctx, tenant, engaged, reason)
+}
+
 // SetKillSwitch stops or restarts model calls for a tenant, or for every
 // tenant if tenant is empty. Engaged, running runs pause at their next step
 // boundary with an escalation packet and queued runs stay queued; released,
-// the runs it paused go back to the queue.
-func (r *Runtime) SetKillSwitch(ctx context.Context, tenant string, engaged bool, reason string) error {
-	err := r.store.SetKillSwitch(ctx, store.KillSwitchParams{
-		Tenant: tenant, Engaged: engaged, Reason: reason, Now: r.cfg.now(), ResumeReason: "kill_switch",
+// the runs it paused go back to the queue. A runtime's operator's change is
+// seen by its workers at once; others see it within their poll interval.
+func (op *Operator) SetKillSwitch(ctx context.Context, tenant string, engaged bool, reason string) error {
+	err := op.store.SetKillSwitch(ctx, store.KillSwitchParams{
+		Tenant: tenant, Engaged: engaged, Reason: reason, Now: op.now(), ResumeReason: "kill_switch",
 	})
 	if err != nil {
 		return fmt.Errorf("kill switch: %w", err)
 	}
-	// This runtime sees its own change at once.
-	r.switches.mu.Lock()
-	clear(r.switches.checked)
-	r.switches.mu.Unlock()
-	r.poke()
+	op.done()
 	return nil
 }
 
-// SetKillSwitch is Runtime.SetKillSwitch for tools that hold a store but run
-// no workers. Runtimes see the change within their poll interval.
-func SetKillSwitch(ctx context.Context, s store.Store, tenant string, engaged bool, reason string) error {
-	err := s.SetKillSwitch(ctx, store.KillSwitchParams{
-		Tenant: tenant, Engaged: engaged, Reason: reason, Now: time.Now(), ResumeReason: "kill_switch",
-	})
-	if err != nil {
-		return fmt.Errorf("kill switch: %w", err)
-	}
-	return nil
+// KillSwitch reports whether the tenant's kill switch or the global one is
+// engaged, and why.
+func (op *Operator) KillSwitch(ctx context.Context, tenant string) (engaged bool, reason string, err error) {
+	return op.store.KillSwitch(ctx, tenant)
 }

@@ -11,34 +11,81 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-// operator makes the changes that happen to runs between their steps: the
-// decisions, resumes, migrations, resolved outcomes and cancels of people,
-// and the expiry of approvals nobody decided. Each operation tells the
-// observer of the events it made durable, through observe, once its write
-// has committed. A Runtime's methods use the runtime's store, clock,
-// observer and agents (operator); the functions over a bare store, for
-// tools that run no workers (the belay CLI), the wall clock and neither
-// (storeOperator).
-type operator struct {
+// Operator makes the changes that happen to runs between their steps: the
+// decisions, resumes, migrations, resolved outcomes, cancels and kill
+// switches of people, and the expiry of approvals nobody decided. Each
+// operation tells the observer of the events it made durable once its
+// write has committed.
+//
+// NewOperator makes one over a bare store, for tools that run no workers
+// (the belay CLI): the wall clock, no observer, and no agents, so edited
+// arguments are not checked against the tool's schema and a migration
+// names its version. Runtime.Operator makes one with the runtime's clock,
+// observer and agents, whose changes the runtime's own workers see at once.
+type Operator struct {
 	store    store.Store
 	now      func() time.Time
 	observer Observer          // nil: nobody is told
 	agents   map[string]*Agent // nil: the agents' tools are not known
+	// changed, if set, is called after a change that may make a run due
+	// or a kill switch different: a runtime wakes its workers.
+	changed func()
 }
 
-func (r *Runtime) operator() operator {
-	return operator{store: r.store, now: r.cfg.now, observer: r.cfg.Observer, agents: r.agents}
+// NewOperator returns an operator over s, for tools that hold a store but
+// run no workers. Runtimes see its changes within their poll interval (at
+// once on PostgreSQL, which notifies them).
+func NewOperator(s store.Store) *Operator {
+	return &Operator{store: s, now: time.Now}
 }
 
-func storeOperator(s store.Store) operator {
-	return operator{store: s, now: time.Now}
+// Operator returns the runtime's operator: its store, clock, observer and
+// agents; its workers see every change it makes at once.
+func (r *Runtime) Operator() *Operator {
+	return &Operator{store: r.store, now: r.cfg.now, observer: r.cfg.Observer, agents: r.agents, changed: r.changed}
+}
+
+// Wait returns the run once it is no longer queued or running: done,
+// waiting for a person, paused, or ended otherwise. It polls the store.
+func (op *Operator) Wait(ctx context.Context, tenant, runID string) (store.Run, error) {
+	delay := time.Millisecond
+	for {
+		run, err := op.store.GetRun(ctx, tenant, runID)
+		if err != nil {
+			return store.Run{}, err
+		}
+		if run.Status != store.StatusQueued && run.Status != store.StatusRunning {
+			return run, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return run, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}
+
+// PendingApprovals lists what waits for a person's decision in a tenant
+// ("" for every tenant), oldest first.
+func (op *Operator) PendingApprovals(ctx context.Context, tenant string) ([]store.Approval, error) {
+	return op.store.Approvals(ctx, store.ListApprovalsParams{Tenant: tenant, Status: store.ApprovalPending})
+}
+
+// done tells the runtime, if any, that something changed.
+func (op *Operator) done() {
+	if op.changed != nil {
+		op.changed()
+	}
 }
 
 // observe tells the observer of events of run that are durable. Every event
 // written outside a step reaches the observer this way, once: call it after
 // the write that carried the events returned without error, and only then.
 // The run is named as a worker names it for its step events.
-func (op operator) observe(run store.Run, events []store.Event) {
+func (op *Operator) observe(run store.Run, events []store.Event) {
 	if op.observer == nil {
 		return
 	}
@@ -53,33 +100,32 @@ func (op operator) observe(run store.Run, events []store.Event) {
 
 // tool is the tool of the agent of run by that name, or nil where the
 // operator does not know the agents.
-func (op operator) tool(run store.Run, name string) *Tool {
+func (op *Operator) tool(run store.Run, name string) *Tool {
 	if a, ok := op.agents[run.Agent]; ok {
 		return a.tools[name]
 	}
 	return nil
 }
 
-// Resume continues a run that paused for a person (a budget or turn limit,
-// a deadline), first raising its budget by raise. by names who decided, as
-// "human:<id>"; it is recorded in the trace.
+// Resume is Operator.Resume on the runtime's operator.
+//
+// Deprecated: use rt.Operator().Resume.
 func (r *Runtime) Resume(ctx context.Context, tenant, runID string, raise Raise, by string) (store.Run, error) {
-	run, err := r.operator().resume(ctx, tenant, runID, raise, by)
-	if err != nil {
-		return store.Run{}, err
-	}
-	r.poke()
-	return run, nil
+	return r.Operator().Resume(ctx, tenant, runID, raise, by)
 }
 
-// ResumeRun is Runtime.Resume for tools that hold a store but run no
-// workers, such as the belay CLI: whichever worker claims the run next
-// continues it.
+// ResumeRun is Operator.Resume over a bare store.
+//
+// Deprecated: use NewOperator(s).Resume.
 func ResumeRun(ctx context.Context, s store.Store, tenant, runID string, raise Raise, by string) (store.Run, error) {
-	return storeOperator(s).resume(ctx, tenant, runID, raise, by)
+	return NewOperator(s).Resume(ctx, tenant, runID, raise, by)
 }
 
-func (op operator) resume(ctx context.Context, tenant, runID string, raise Raise, by string) (store.Run, error) {
+// Resume continues a run that paused for a person (a budget or turn limit,
+// a deadline, a failed step), first raising its budget by raise, and
+// queues it; whichever worker claims it next continues it. by names who
+// decided, as "human:<id>"; it is recorded in the trace.
+func (op *Operator) Resume(ctx context.Context, tenant, runID string, raise Raise, by string) (store.Run, error) {
 	now := op.now()
 	run, err := op.store.GetRun(ctx, tenant, runID)
 	if err != nil {
@@ -108,6 +154,7 @@ func (op operator) resume(ctx context.Context, tenant, runID string, raise Raise
 		return store.Run{}, fmt.Errorf("resume: %w", err)
 	}
 	op.observe(run, p.Events)
+	op.done()
 	return run, nil
 }
 
@@ -115,46 +162,56 @@ func (op operator) resume(ctx context.Context, tenant, runID string, raise Raise
 // this runtime does not have: it knows no version to move the run to.
 var ErrUnknownAgent = errors.New("no agent of that name in this runtime")
 
-// MigrateRun is the explicit migration a run needs to continue on another
-// agent version: a run paused with stop reason version_mismatch is moved to
-// the version of the agent this runtime has under the run's agent name, and
-// queued. It continues from its checkpoint, its messages as they are, under
-// the new instructions and tools. A run in any other state is refused with
-// store.ErrWrongStatus and left as it is. by names who decided, as
-// "human:<id>"; the trace records a "migrated" event with both versions.
+// MigrateRun moves a version_mismatch run to the version of the agent this
+// runtime has under the run's agent name.
+//
+// Deprecated: use rt.Operator().Migrate with an empty version.
 func (r *Runtime) MigrateRun(ctx context.Context, tenant, runID, by string) (store.Run, error) {
-	run, err := r.store.GetRun(ctx, tenant, runID)
+	return r.Operator().Migrate(ctx, tenant, runID, "", by)
+}
+
+// MigrateRun is Operator.Migrate over a bare store.
+//
+// Deprecated: use NewOperator(s).Migrate.
+func MigrateRun(ctx context.Context, s store.Store, tenant, runID, toVersion, by string) (store.Run, error) {
+	return NewOperator(s).Migrate(ctx, tenant, runID, toVersion, by)
+}
+
+// Migrate is the explicit migration a run needs to continue on another
+// agent version: a run paused with stop reason version_mismatch is moved to
+// version to and queued. It continues from its checkpoint, its messages as
+// they are, under the new instructions and tools. An empty to is the
+// version of the operator's own agent of that name (a runtime's operator
+// knows its agents; one over a bare store must name the version: the one
+// the workers run, which the run's stop detail names). A run in any other
+// state is refused with store.ErrWrongStatus and left as it is; a worker on
+// yet another version pauses the run again, naming both. by names who
+// decided, as "human:<id>"; the trace records a "migrated" event with both
+// versions.
+func (op *Operator) Migrate(ctx context.Context, tenant, runID, to, by string) (store.Run, error) {
+	run, err := op.store.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("migrate: %w", err)
 	}
-	a, ok := r.agents[run.Agent]
-	if !ok {
-		return store.Run{}, fmt.Errorf("migrate: run %s is a run of agent %q: %w", runID, run.Agent, ErrUnknownAgent)
+	if to == "" {
+		if op.agents == nil {
+			return store.Run{}, errors.New("migrate: no version to migrate to")
+		}
+		a, ok := op.agents[run.Agent]
+		if !ok {
+			return store.Run{}, fmt.Errorf("migrate: run %s is a run of agent %q: %w", runID, run.Agent, ErrUnknownAgent)
+		}
+		to = a.Version
 	}
-	run, err = r.operator().migrate(ctx, run, a.Version, by)
+	run, err = op.migrate(ctx, run, to, by)
 	if err != nil {
 		return store.Run{}, err
 	}
-	r.poke()
+	op.done()
 	return run, nil
 }
 
-// MigrateRun is Runtime.MigrateRun for tools that hold a store but no
-// agents, such as the belay CLI, so the caller names the version: the one
-// the workers run, which the run's version_mismatch stop detail names. A
-// worker on yet another version pauses the run again, naming both.
-func MigrateRun(ctx context.Context, s store.Store, tenant, runID, toVersion, by string) (store.Run, error) {
-	if toVersion == "" {
-		return store.Run{}, errors.New("migrate: no version to migrate to")
-	}
-	run, err := s.GetRun(ctx, tenant, runID)
-	if err != nil {
-		return store.Run{}, fmt.Errorf("migrate: %w", err)
-	}
-	return storeOperator(s).migrate(ctx, run, toVersion, by)
-}
-
-func (op operator) migrate(ctx context.Context, run store.Run, to, by string) (store.Run, error) {
+func (op *Operator) migrate(ctx context.Context, run store.Run, to, by string) (store.Run, error) {
 	if run.Status != store.StatusPaused || run.StopReason != "version_mismatch" {
 		return store.Run{}, fmt.Errorf("migrate: run %s is %s (%s), not paused on a version mismatch: %w",
 			run.ID, run.Status, run.StopReason, store.ErrWrongStatus)
@@ -191,29 +248,35 @@ type Outcome struct {
 	Result json.RawMessage
 }
 
+// ResolveOutcome is Operator.ResolveOutcome over a bare store.
+//
+// Deprecated: use NewOperator(s).ResolveOutcome.
+func ResolveOutcome(ctx context.Context, s store.Store, tenant, runID string, o Outcome, by string) (store.Run, error) {
+	return NewOperator(s).ResolveOutcome(ctx, tenant, runID, o, by)
+}
+
+// ResolveOutcome is Operator.ResolveOutcome on the runtime's operator.
+//
+// Deprecated: use rt.Operator().ResolveOutcome.
+func (r *Runtime) ResolveOutcome(ctx context.Context, tenant, runID string, o Outcome, by string) (store.Run, error) {
+	return r.Operator().ResolveOutcome(ctx, tenant, runID, o, by)
+}
+
 // ResolveOutcome records a person's answer for a run paused on an unknown
 // outcome and queues it. An applied effect is recorded done, so the run
 // continues with its result and never calls again; one that did not happen
 // is recorded failed, so the run calls it again under the same key. by
-// names who decided. It is for tools that hold a store but run no workers,
-// such as the belay CLI; Runtime.ResolveOutcome is the same on a runtime.
-func ResolveOutcome(ctx context.Context, s store.Store, tenant, runID string, o Outcome, by string) (store.Run, error) {
-	return storeOperator(s).resolve(ctx, tenant, runID, o, by)
-}
-
-// ResolveOutcome is the package's ResolveOutcome on the runtime's store, by
-// its clock, told to its observer; a worker of the runtime is woken to
-// continue the run.
-func (r *Runtime) ResolveOutcome(ctx context.Context, tenant, runID string, o Outcome, by string) (store.Run, error) {
-	run, err := r.operator().resolve(ctx, tenant, runID, o, by)
+// names who decided.
+func (op *Operator) ResolveOutcome(ctx context.Context, tenant, runID string, o Outcome, by string) (store.Run, error) {
+	run, err := op.resolve(ctx, tenant, runID, o, by)
 	if err != nil {
 		return store.Run{}, err
 	}
-	r.poke()
+	op.done()
 	return run, nil
 }
 
-func (op operator) resolve(ctx context.Context, tenant, runID string, o Outcome, by string) (store.Run, error) {
+func (op *Operator) resolve(ctx context.Context, tenant, runID string, o Outcome, by string) (store.Run, error) {
 	run, err := op.store.GetRun(ctx, tenant, runID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resolve: %w", err)
@@ -262,16 +325,19 @@ func (op operator) resolve(ctx context.Context, tenant, runID string, o Outcome,
 // runs.
 var ErrCancelUnsupported = errors.New("this store cannot cancel runs")
 
+// Cancel is Operator.Cancel on the runtime's operator.
+//
+// Deprecated: use rt.Operator().Cancel.
+func (r *Runtime) Cancel(ctx context.Context, tenant, runID, by, note string) (store.Run, error) {
+	return r.Operator().Cancel(ctx, tenant, runID, by, note)
+}
+
 // Cancel ends a run that has not ended: its pending approvals are rejected
 // with the note, and a worker holding it finds its next write refused and
 // lets go. A call already on its way to a tool is not recalled; its ledger
 // intent stays in the run's effects for a person to check. by names who
 // canceled, as "human:<id>".
-func (r *Runtime) Cancel(ctx context.Context, tenant, runID, by, note string) (store.Run, error) {
-	return r.operator().cancel(ctx, tenant, runID, by, note)
-}
-
-func (op operator) cancel(ctx context.Context, tenant, runID, by, note string) (store.Run, error) {
+func (op *Operator) Cancel(ctx context.Context, tenant, runID, by, note string) (store.Run, error) {
 	cs, ok := op.store.(interface {
 		CancelRun(context.Context, store.CancelRunParams) (store.Run, error)
 	})

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/belayrun/belay/internal/lease"
+	"github.com/belayrun/belay/internal/owner"
 	"github.com/belayrun/belay/store"
 )
 
@@ -156,7 +156,7 @@ type Runtime struct {
 	agents map[string]*Agent
 	// agentNames are the agents' names: a claim takes only their runs.
 	agentNames []string
-	owner      lease.Owner
+	owner      owner.Owner
 	// breakers are per tool name and shared by every run of the runtime.
 	breakers  breakers
 	switches  killSwitches
@@ -184,7 +184,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg:    cfg,
 		store:  cfg.Store,
 		agents: make(map[string]*Agent, len(cfg.Agents)),
-		owner:  lease.Self(),
+		owner:  owner.Self(),
 		wake:   make(chan struct{}, 1),
 		active: make(map[string]bool),
 	}
@@ -261,16 +261,26 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 		return store.Run{}, false, fmt.Errorf("start run: %w", err)
 	}
 	if created {
-		r.operator().observe(run, p.Events)
+		r.Operator().observe(run, p.Events)
 		r.poke()
 	}
 	return run, created, nil
 }
 
-// Start launches the claim loop: it claims due runs and executes each on its
-// own goroutine, up to Workers at once. The claim loop exits when ctx is done
-// or Stop is called; the runs in flight exit when ctx is done, or at their
-// next step boundary after Stop.
+// Start launches the runtime's background loops, each on a goroutine of
+// its own:
+//
+//   - the claim loop claims due runs and executes each on its own
+//     goroutine, up to Workers at once, and sweeps for dead owners, expired
+//     approvals and ended runs to prune; it exits when ctx is done, when
+//     Stop is called, or when the store is found damaged;
+//   - with a store that announces due runs (Waker), a loop that wakes the
+//     claim loop on each announcement; it exits when the claims stop;
+//   - each run in flight keeps its lease (lease.go) and exits when ctx is
+//     done, at its next step boundary after Stop, or when its lease is lost
+//     or runs out.
+//
+// Stop waits for all of them.
 func (r *Runtime) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -368,163 +378,18 @@ func (r *Runtime) Drain(ctx context.Context) error {
 	}
 }
 
-// poke wakes the claim loop without blocking.
-func (r *Runtime) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// claimLoop claims runs while ctx lives, or until the store is found
-// damaged; the runs it launches live on workCtx, so that stopping the
-// claims does not cut a step short.
-func (r *Runtime) claimLoop(ctx, workCtx context.Context) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	lastSweep := time.Time{}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.wake:
-		case <-timer.C:
-		}
-		if now := r.cfg.now(); now.Sub(lastSweep) >= 5*r.cfg.PollInterval {
-			lastSweep = now
-			r.takeOverDeadOwners(ctx, func(run store.Run) { r.launch(workCtx, run, true) })
-			if err := r.expireApprovals(ctx); err != nil && ctx.Err() == nil {
-				r.cfg.Logger.Error("expire approvals", "err", err)
-			}
-			if err := r.retention.prune(ctx, r.store, now, r.cfg.KeepEnded); err != nil && ctx.Err() == nil {
-				r.cfg.Logger.Error("prune ended runs", "err", err)
-			}
-		}
-		free := r.cfg.Workers - r.inFlight()
-		if free > 0 {
-			runs, err := r.claim(ctx, free)
-			if errors.Is(err, store.ErrCorrupt) {
-				// Every claim would fail the same way, and nothing may be
-				// written to the file: the runs in flight end at their next
-				// write, and this runtime claims no more.
-				r.cfg.Logger.Error("the store is damaged; this runtime claims no more runs", "err", err)
-				return
-			}
-			if err != nil && ctx.Err() == nil {
-				r.cfg.Logger.Error("claim runs", "err", err)
-			}
-			for _, run := range runs {
-				r.launch(workCtx, run, false)
-			}
-			if len(runs) == free {
-				r.poke() // more may be due
-			}
-		}
-		timer.Reset(r.cfg.PollInterval)
-	}
-}
-
-func (r *Runtime) inFlight() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.active)
-}
-
-// launch executes run on its own goroutine; when it returns, the claim loop
-// is woken so the freed slot takes another run.
-func (r *Runtime) launch(ctx context.Context, run store.Run, fromGone bool) {
-	r.mu.Lock()
-	r.active[run.ID] = true
-	r.mu.Unlock()
-	r.runsWG.Add(1)
-	go func() {
-		defer r.runsWG.Done()
-		r.execute(ctx, run, fromGone)
-		r.mu.Lock()
-		delete(r.active, run.ID)
-		r.mu.Unlock()
-		r.poke()
-	}()
-}
-
-func (r *Runtime) claim(ctx context.Context, limit int) ([]store.Run, error) {
-	if len(r.agentNames) == 0 {
-		return nil, nil // no agent to run: an empty filter would take every run
-	}
-	return r.store.ClaimRuns(ctx, store.ClaimRunsParams{
-		Owner: r.owner.String(), Now: r.cfg.now(), TTL: r.cfg.LeaseTTL, Limit: limit,
-		Agents: r.agentNames,
-	})
-}
-
-// expireApprovals is the sweep of approvals nobody decided in time.
-func (r *Runtime) expireApprovals(ctx context.Context) error {
-	n, err := r.operator().expireApprovals(ctx)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		r.cfg.Logger.Info("approvals expired", "count", n)
-	}
-	return nil
-}
-
-// takeOverDeadOwners claims, at once, runs leased by processes on this host
-// that no longer exist, so a restarted worker does not wait out the TTL. The
-// epoch check in TakeOver makes a race with a live claimer harmless.
-func (r *Runtime) takeOverDeadOwners(ctx context.Context, execute func(store.Run)) {
-	runs, err := r.store.ListRuns(ctx, store.ListRunsParams{Status: store.StatusRunning, Limit: 1000})
-	if err != nil {
-		return
-	}
-	now := r.cfg.now()
-	for _, run := range runs {
-		if run.LeaseOwner == "" || !run.LeaseExpires.After(now) || !r.owner.Gone(run.LeaseOwner) {
-			continue
-		}
-		if _, ok := r.agents[run.Agent]; !ok {
-			continue // a worker that has the agent takes it once its lease expires
-		}
-		if r.cfg.Workers-r.inFlight() <= 0 {
-			return
-		}
-		claimed, err := r.store.TakeOver(ctx, store.TakeOverParams{
-			RunID: run.ID, Epoch: run.LeaseEpoch, Owner: r.owner.String(), Now: now, TTL: r.cfg.LeaseTTL,
-		})
-		if err != nil {
-			continue
-		}
-		r.cfg.Logger.Info("took over run of a dead worker", "run", run.ID, "from", run.LeaseOwner, "epoch", claimed.LeaseEpoch)
-		execute(claimed)
-	}
-}
-
-// Wait returns the run once it is no longer queued or running: done,
-// waiting for a person, paused, or ended otherwise.
+// Wait is Operator.Wait on the runtime's operator.
+//
+// Deprecated: use rt.Operator().Wait.
 func (r *Runtime) Wait(ctx context.Context, tenant, runID string) (store.Run, error) {
-	return WaitRun(ctx, r.store, tenant, runID)
+	return r.Operator().Wait(ctx, tenant, runID)
 }
 
-// WaitRun polls store until the run leaves queued and running.
+// WaitRun is Operator.Wait over a bare store.
+//
+// Deprecated: use NewOperator(s).Wait.
 func WaitRun(ctx context.Context, s store.Store, tenant, runID string) (store.Run, error) {
-	delay := time.Millisecond
-	for {
-		run, err := s.GetRun(ctx, tenant, runID)
-		if err != nil {
-			return store.Run{}, err
-		}
-		if run.Status != store.StatusQueued && run.Status != store.StatusRunning {
-			return run, nil
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return run, ctx.Err()
-		case <-t.C:
-		}
-		delay = min(delay*2, 50*time.Millisecond)
-	}
+	return NewOperator(s).Wait(ctx, tenant, runID)
 }
 
 // newRunID returns a sortable unique id: time first, so listings come out in

@@ -77,10 +77,17 @@ const (
 	suggestRejectionShare = 0.30
 )
 
+// ApprovalStats is Operator.ApprovalStats over a bare store.
+//
+// Deprecated: use NewOperator(s).ApprovalStats.
+func ApprovalStats(ctx context.Context, s store.Store, tenant string) ([]CategoryStats, error) {
+	return NewOperator(s).ApprovalStats(ctx, tenant)
+}
+
 // ApprovalStats computes approval statistics per category from the store,
 // for a tenant ("" for all), ordered by category.
-func ApprovalStats(ctx context.Context, s store.Store, tenant string) ([]CategoryStats, error) {
-	approvals, err := s.Approvals(ctx, store.ListApprovalsParams{Tenant: tenant})
+func (op *Operator) ApprovalStats(ctx context.Context, tenant string) ([]CategoryStats, error) {
+	approvals, err := op.store.Approvals(ctx, store.ListApprovalsParams{Tenant: tenant})
 	if err != nil {
 		return nil, fmt.Errorf("approval stats: %w", err)
 	}

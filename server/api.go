@@ -412,7 +412,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) 
 	if len(req.Note) > 2000 {
 		return errBadRequest("invalid_field", "note is at most 2000 bytes")
 	}
-	run, err := s.rt.Cancel(r.Context(), p.Tenant, r.PathValue("id"), p.Identity(), req.Note)
+	run, err := s.rt.Operator().Cancel(r.Context(), p.Tenant, r.PathValue("id"), p.Identity(), req.Note)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func (s *Server) putKillSwitch(w http.ResponseWriter, r *http.Request, p Princip
 	if *req.Engaged {
 		reason += " (by " + p.Identity() + ")"
 	}
-	if err := s.rt.SetKillSwitch(r.Context(), p.Tenant, *req.Engaged, reason); err != nil {
+	if err := s.rt.Operator().SetKillSwitch(r.Context(), p.Tenant, *req.Engaged, reason); err != nil {
 		return err
 	}
 	return s.getKillSwitch(w, r, p)

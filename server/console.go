@@ -562,7 +562,7 @@ func (s *Server) cancelForm(w http.ResponseWriter, r *http.Request, p Principal)
 	// note is cut to the bytes rather than the cancel refused, at a
 	// character's edge, since PostgreSQL refuses text that is not UTF-8.
 	note := text.Cut(strings.ToValidUTF8(strings.TrimSpace(r.PostFormValue("note")), "\uFFFD"), 2000)
-	run, err := s.rt.Cancel(r.Context(), p.Tenant, r.PathValue("id"), p.Identity(), note)
+	run, err := s.rt.Operator().Cancel(r.Context(), p.Tenant, r.PathValue("id"), p.Identity(), note)
 	if err != nil {
 		return nil, err
 	}

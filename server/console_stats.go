@@ -33,7 +33,7 @@ const chartWidth = 560
 // is pending. People's decisions are the ones that say how far to trust the
 // agent.
 func (s *Server) statsPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
-	stats, err := belay.ApprovalStats(r.Context(), s.st, p.Tenant)
+	stats, err := s.rt.Operator().ApprovalStats(r.Context(), p.Tenant)
 	if err != nil {
 		return nil, err
 	}

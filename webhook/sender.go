@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/belayrun/belay/internal/lease"
+	"github.com/belayrun/belay/internal/owner"
 	"github.com/belayrun/belay/store"
 )
 
@@ -91,7 +91,7 @@ func (o *Options) applyDefaults() {
 		o.HTTPClient = &http.Client{}
 	}
 	if o.Owner == "" {
-		o.Owner = "webhook/" + lease.Self().String()
+		o.Owner = "webhook/" + owner.Self().String()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

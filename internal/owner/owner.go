@@ -1,6 +1,6 @@
-// Package lease names lease owners so that a worker can prove that another
+// Package owner names lease owners so that a worker can prove that another
 // worker on the same host is gone and take its runs at once.
-package lease
+package owner
 
 import (
 	"crypto/rand"
