@@ -147,9 +147,9 @@ func (op *Operator) decide(ctx context.Context, tenant, id string, d ApprovalDec
 		// what is secret.
 		shownEdit = RedactStoredArgs(run, a.Tool, p.EditedArgs)
 	}
-	p.Events = []store.Event{event(a.Step, now, "approval_decided", map[string]any{
-		"approval_id": a.ID, "tool": a.Tool, "category": a.Category, "status": p.Status, "by": d.By, "note": d.Note,
-		"edited_args": shownEdit, "decision_s": now.Sub(a.CreatedAt).Seconds()})}
+	p.Events = []store.Event{event(a.Step, now, store.EventApprovalDecided, store.ApprovalDecidedData{
+		ApprovalID: a.ID, Tool: a.Tool, Category: a.Category, Status: p.Status, By: d.By, Note: d.Note,
+		EditedArgs: shownEdit, DecisionS: now.Sub(a.CreatedAt).Seconds()})}
 	decided, err := s.DecideApproval(ctx, p)
 	if err != nil {
 		return store.Approval{}, err

@@ -44,7 +44,7 @@ func (x *execution) pauseForFix(ctx context.Context, hook *hookError) {
 			x.outbox = append(x.outbox, store.OutboxMessage{Kind: "escalation", Payload: raw})
 		}
 	}
-	x.emit("stop", map[string]any{"status": u.Status, "reason": u.StopReason, "detail": u.StopDetail})
+	x.emit(store.EventStop, store.StopData{Status: u.Status, Reason: u.StopReason, Detail: u.StopDetail})
 	if err := x.writeBack(ctx, u); err != nil {
 		x.log().Error("pause the failed run; it is claimed again once its lease expires", "err", err)
 	}
@@ -67,22 +67,20 @@ func (x *execution) stop(ctx context.Context, status store.Status, reason, detai
 	return x.stopWith(ctx, status, reason, detail, nil)
 }
 
-// stopWith is stop with more fields for the stop event.
-func (x *execution) stopWith(ctx context.Context, status store.Status, reason, detail string, extra map[string]any) error {
+// stopWith is stop for a run its budget stopped: the stop event says what
+// was used, what the next call would have taken, and the limit.
+func (x *execution) stopWith(ctx context.Context, status store.Status, reason, detail string, over *budgetStop) error {
 	x.run.Status = status
 	x.run.StopReason = reason
 	x.run.StopDetail = detail
-	data := map[string]any{"status": status, "reason": reason}
-	for k, v := range extra {
-		data[k] = v
-	}
-	if detail != "" {
-		data["detail"] = detail
+	data := store.StopData{Status: status, Reason: reason, Detail: detail}
+	if over != nil {
+		data.Used, data.NextCall, data.Limit, data.Unit = &over.Used, &over.Next, &over.Limit, over.Unit
 	}
 	if !x.run.ResumeAfter.IsZero() && status == store.StatusPaused {
-		data["resume_after"] = x.run.ResumeAfter
+		data.ResumeAfter = &x.run.ResumeAfter
 	}
-	x.emit("stop", data)
+	x.emit(store.EventStop, data)
 	if status.Terminal() {
 		payload, _ := json.Marshal(map[string]any{"run_id": x.run.ID, "tenant": x.run.Tenant, "agent": x.run.Agent,
 			"user": x.run.User, "status": status, "reason": reason, "steps": x.run.Step,
@@ -95,8 +93,6 @@ func (x *execution) stopWith(ctx context.Context, status store.Status, reason, d
 	return errStop
 }
 
-// release lets go of the lease without changing the run, so another worker
-// takes it at once (used on shutdown).
 // release hands the run to another worker as its last write left it. A
 // step cut short (a shutdown whose deadline passed) may have changed the
 // run in memory for a write that failed: a status with the approvals it was
@@ -121,7 +117,7 @@ func (x *execution) release(ctx context.Context) {
 	u := x.durable
 	u.LeaseExpires, u.KeepLease = time.Time{}, false
 	x.events, x.outbox = nil, nil
-	x.emit("released", map[string]any{"epoch": x.run.LeaseEpoch})
+	x.emit(store.EventReleased, store.ReleasedData{Epoch: x.run.LeaseEpoch})
 	if err := x.writeBack(ctx, u); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		x.log().Warn("release the run; another worker takes it once its lease expires", "err", err)
 	}

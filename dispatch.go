@@ -77,11 +77,11 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 		} else {
 			results = append(results, model.TextBlock(replanMessage(x.agent.detector)))
 		}
-		x.emit("loop_detected", map[string]any{"detector": x.agent.detector.Mode, "fired": x.guard.Loop.Fired, "action": action})
+		x.emit(store.EventLoopDetected, store.LoopDetectedData{Detector: string(x.agent.detector.Mode), Fired: x.guard.Loop.Fired, Action: action})
 	}
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleUser, Content: results})
 	x.run.Step++
-	x.emit("checkpoint", checkpointEvent{Messages: len(x.msgs), CostUSD: model.Nanodollars(x.run.CostNanoUSD).Dollars()})
+	x.emit(store.EventCheckpoint, store.CheckpointData{Messages: len(x.msgs), CostUSD: model.Nanodollars(x.run.CostNanoUSD).Dollars()})
 	x.stepUnsaved = true
 	if escalate {
 		return x.escalate(ctx, store.StatusEscalated, "stuck_loop", fmt.Sprintf(
@@ -100,14 +100,14 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 // lease stops the step.
 func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block, error) {
 	tool, ok := x.agent.tools[use.Name]
-	call := toolCallEvent{ID: use.ID, Tool: use.Name, Args: tool.redact(use.Input)}
+	call := store.ToolCallData{ID: use.ID, Tool: use.Name, Args: tool.redact(use.Input)}
 	if ok {
-		call.Effect = tool.Effect
+		call.Effect = string(tool.Effect)
 	}
-	x.emit("tool_call", call)
+	x.emit(store.EventToolCall, call)
 	if !ok {
 		msg := fmt.Sprintf("there is no tool named %q; available tools: %s", use.Name, strings.Join(x.toolNames(), ", "))
-		x.emit("tool_result", toolResultEvent{ID: use.ID, Tool: use.Name, IsError: true, Preview: preview(msg), UnknownTool: true})
+		x.emit(store.EventToolResult, store.ToolResultData{ID: use.ID, Tool: use.Name, IsError: true, Preview: preview(msg), UnknownTool: true})
 		return model.ToolResultBlock(use.ID, msg, true), nil
 	}
 	if err := tool.checkArgs(use.Input); err != nil {
@@ -196,12 +196,12 @@ func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key
 }
 
 func (x *execution) toolResult(use model.Block, out json.RawMessage, isError bool) model.Block {
-	x.emit("tool_result", toolResultEvent{ID: use.ID, Tool: use.Name, IsError: isError, Preview: preview(string(out))})
+	x.emit(store.EventToolResult, store.ToolResultData{ID: use.ID, Tool: use.Name, IsError: isError, Preview: preview(string(out))})
 	return model.ToolResultBlock(use.ID, string(out), isError)
 }
 
 func (x *execution) toolError(use model.Block, msg string) model.Block {
-	x.emit("tool_result", toolResultEvent{ID: use.ID, Tool: use.Name, IsError: true, Preview: preview(msg)})
+	x.emit(store.EventToolResult, store.ToolResultData{ID: use.ID, Tool: use.Name, IsError: true, Preview: preview(msg)})
 	return model.ToolResultBlock(use.ID, msg, true)
 }
 

@@ -63,7 +63,7 @@ type SideEffect struct {
 
 // escalate stops the run for a person: it builds the packet, records it on
 // the run and puts it in the outbox, in the same transaction as the stop.
-func (x *execution) escalate(ctx context.Context, status store.Status, reason, detail string, missing []string, extra map[string]any) error {
+func (x *execution) escalate(ctx context.Context, status store.Status, reason, detail string, missing []string, over *budgetStop) error {
 	packet, err := x.packet(ctx, status, reason, detail, missing)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func (x *execution) escalate(ctx context.Context, status store.Status, reason, d
 	}
 	x.run.Escalation = raw
 	x.outbox = append(x.outbox, store.OutboxMessage{Kind: "escalation", Payload: raw})
-	return x.stopWith(ctx, status, reason, detail, extra)
+	return x.stopWith(ctx, status, reason, detail, over)
 }
 
 func (x *execution) packet(ctx context.Context, status store.Status, reason, detail string, missing []string) (Escalation, error) {

@@ -167,8 +167,8 @@ func (x *execution) newApproval(use model.Block, hash string, d Decision) store.
 // lets go of the run: no goroutine, no memory is held while a person thinks.
 func (x *execution) awaitApproval(ctx context.Context, missing []store.Approval) error {
 	for _, a := range missing {
-		x.emit("approval_requested", map[string]any{"approval_id": a.ID, "tool": a.Tool, "args": x.agent.tools[a.Tool].redact(a.Args),
-			"category": a.Category, "reason": a.Reason, "summary": a.Summary, "expires_at": a.ExpiresAt})
+		x.emit(store.EventApprovalRequested, store.ApprovalRequestedData{ApprovalID: a.ID, Tool: a.Tool, Args: x.agent.tools[a.Tool].redact(a.Args),
+			Category: a.Category, Reason: a.Reason, Summary: a.Summary, ExpiresAt: a.ExpiresAt})
 		payload, _ := json.Marshal(map[string]any{"approval_id": a.ID, "run_id": a.RunID, "tenant": a.Tenant,
 			"tool": a.Tool, "summary": a.Summary, "reason": a.Reason, "category": a.Category,
 			"expires_at": a.ExpiresAt, "context": x.run.Input})
@@ -176,7 +176,7 @@ func (x *execution) awaitApproval(ctx context.Context, missing []store.Approval)
 	}
 	x.run.Status = store.StatusWaitingApproval
 	x.run.StopReason, x.run.StopDetail = "waiting_approval", fmt.Sprintf("%d approval(s) requested", len(missing))
-	x.emit("stop", map[string]any{"status": x.run.Status, "reason": "waiting_approval"})
+	x.emit(store.EventStop, store.StopData{Status: x.run.Status, Reason: "waiting_approval"})
 	if err := x.write(ctx, nil, withRelease(), withApprovals(missing)); err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func withApprovals(as []store.Approval) writeOption {
 // arguments, the policy version or the expiry differ from what was
 // approved, the call does not run.
 func (x *execution) applyDecision(use model.Block, hash string, a store.Approval) gatedCall {
-	x.emit("approval_applied", map[string]any{"approval_id": a.ID, "status": a.Status, "by": a.DecidedBy})
+	x.emit(store.EventApprovalApplied, store.ApprovalAppliedData{ApprovalID: a.ID, Status: a.Status, By: a.DecidedBy})
 	if a.Status == store.ApprovalApproved || a.Status == store.ApprovalEdited {
 		want := binding(x.run.Tenant, x.run.ID, use.Name, hash, x.agent.PolicyVersion, a.ExpiresAt)
 		if a.ArgsHash != hash || a.Binding != want {
@@ -226,7 +226,7 @@ func (x *execution) applyDecision(use model.Block, hash string, a store.Approval
 
 // refuse answers a call that was not executed, with its trace events.
 func (x *execution) refuse(use model.Block, msg string) model.Block {
-	x.emit("tool_call", toolCallEvent{ID: use.ID, Tool: use.Name, Args: x.agent.tools[use.Name].redact(use.Input)})
+	x.emit(store.EventToolCall, store.ToolCallData{ID: use.ID, Tool: use.Name, Args: x.agent.tools[use.Name].redact(use.Input)})
 	return x.toolError(use, msg)
 }
 

@@ -59,7 +59,7 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 			"would_have": fmt.Sprintf("called %s with %s", tool.Name, compactJSON(tool.redact(allArgs)))})
 		return x.toolResult(use, out, false), nil
 	}
-	x.emit("intent", map[string]any{"tool": tool.Name, "key": key, "effect": tool.Effect})
+	x.emit(store.EventIntent, store.IntentData{Tool: tool.Name, Key: key, Effect: string(tool.Effect)})
 	intentEvents := x.takeEvents()
 	now := x.r.cfg.now()
 	eff, existed, err := x.r.store.BeginEffect(ctx, store.BeginEffectParams{
@@ -88,7 +88,7 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 		notAfter: now.Add(tool.Timeout)}
 	switch {
 	case existed && eff.State == store.EffectDone:
-		x.emit("effect_reused", map[string]any{"tool": tool.Name, "key": key})
+		x.emit(store.EventEffectReused, store.EffectData{Tool: tool.Name, Key: key})
 		return x.toolResult(use, eff.Result, false), nil
 	case existed && eff.Epoch < x.run.LeaseEpoch && eff.Epoch != x.goneEpoch && !eff.InFlightUntil.IsZero() &&
 		now.Before(eff.InFlightUntil.Add(x.lease.margin)):
@@ -141,8 +141,7 @@ type sideEffect struct {
 func (x *execution) awaitInFlight(ctx context.Context, call sideEffect, eff store.Effect) error {
 	until := eff.InFlightUntil.Add(x.lease.margin)
 	x.run.ResumeAfter = until
-	x.emit("effect_in_flight", map[string]any{"tool": call.tool.Name, "key": call.key,
-		"epoch": eff.Epoch, "until": until})
+	x.emit(store.EventEffectInFlight, store.EffectInFlightData{Tool: call.tool.Name, Key: call.key, Epoch: eff.Epoch, Until: until})
 	return x.stop(ctx, store.StatusPaused, "call_in_flight", fmt.Sprintf(
 		"a call of %s under key %s sent by the worker that held the run before (lease epoch %d) may still be in flight until %s; "+
 			"the run waits until then before it asks the downstream, calls again or asks a person",
@@ -197,7 +196,7 @@ func (x *execution) apply(ctx context.Context, call *sideEffect) (model.Block, e
 			errors.Is(err, ErrBreakerOpen)
 		if unknown {
 			call.unknown = err
-			x.emit("effect_unknown", map[string]any{"tool": tool.Name, "key": call.key, "error": err.Error(), "attempt": n})
+			x.emit(store.EventEffectUnknown, store.EffectUnknownData{Tool: tool.Name, Key: call.key, Error: err.Error(), Attempt: n})
 			if err := x.write(ctx, []store.EffectUpdate{{Tenant: x.run.Tenant, Key: call.key, State: store.EffectUnknown}}); err != nil {
 				return model.Block{}, err
 			}
@@ -216,7 +215,7 @@ func (x *execution) apply(ctx context.Context, call *sideEffect) (model.Block, e
 						"%s: %d calls did not go through (the last: %v); %s has no record of any, so nothing was applied. "+
 							"Do not call it again now: tell the customer, or escalate", tool.Name, n, err, tool.Name))
 				}
-				x.emit("tool_retry", map[string]any{"tool": tool.Name, "attempt": n, "error": err.Error(), "backoff_s": 0.0})
+				x.emit(store.EventToolRetry, store.ToolRetryData{Tool: tool.Name, Attempt: n, Error: err.Error()})
 				continue
 			case !tool.HonorsKey:
 				return model.Block{}, x.outcomeUnknown(call, errNoWayToTell)
@@ -231,8 +230,7 @@ func (x *execution) apply(ctx context.Context, call *sideEffect) (model.Block, e
 			}
 			return x.failed(ctx, call, err, replan(&RetriesExhaustedError{Tool: tool.Name, Attempts: n, Err: err}))
 		}
-		x.emit("tool_retry", map[string]any{"tool": tool.Name, "attempt": n, "error": err.Error(),
-			"backoff_s": delay.Seconds()})
+		x.emit(store.EventToolRetry, store.ToolRetryData{Tool: tool.Name, Attempt: n, Error: err.Error(), BackoffS: delay.Seconds()})
 		if err := x.r.cfg.sleep(ctx, delay); err != nil {
 			return model.Block{}, err
 		}
@@ -265,7 +263,7 @@ func (x *execution) reconcile(ctx context.Context, call *sideEffect) (model.Bloc
 	tool := call.tool
 	for n := 1; ; n++ {
 		out, found, err := x.askDownstream(ctx, call)
-		x.emit("reconcile", map[string]any{"tool": tool.Name, "key": call.key, "found": found, "error": errString(err)})
+		x.emit(store.EventReconcile, store.ReconcileData{Tool: tool.Name, Key: call.key, Found: found, Error: errString(err)})
 		if ctx.Err() != nil {
 			return model.Block{}, false, ctx.Err()
 		}

@@ -144,9 +144,9 @@ func (op *Operator) Resume(ctx context.Context, tenant, runID string, raise Rais
 	}
 	p := store.ResumeRunParams{
 		Tenant: tenant, RunID: runID, Now: now, From: []store.Status{store.StatusPaused}, Budget: budget,
-		Events: []store.Event{event(run.Step, now, "resumed", map[string]any{
-			"by": by, "stop_reason": run.StopReason, "add_turns": raise.Turns, "add_usd": raise.USD,
-			"add_input_tokens": raise.InputTokens, "add_output_tokens": raise.OutputTokens, "add_time_s": raise.Time.Seconds(),
+		Events: []store.Event{event(run.Step, now, store.EventResumed, store.ResumedData{
+			By: by, StopReason: run.StopReason, AddTurns: raise.Turns, AddUSD: raise.USD,
+			AddInputTokens: raise.InputTokens, AddOutputTokens: raise.OutputTokens, AddTimeS: raise.Time.Seconds(),
 		})},
 	}
 	run, err = op.store.ResumeRun(ctx, p)
@@ -225,8 +225,8 @@ func (op *Operator) migrate(ctx context.Context, run store.Run, to, by string) (
 	p := store.ResumeRunParams{
 		Tenant: run.Tenant, RunID: run.ID, Now: now, From: []store.Status{store.StatusPaused}, StopReason: "version_mismatch",
 		AgentVersion: to,
-		Events: []store.Event{event(run.Step, now, "migrated", map[string]any{
-			"by": by, "agent": run.Agent, "from": run.AgentVersion, "to": to})},
+		Events: []store.Event{event(run.Step, now, store.EventMigrated, store.MigratedData{
+			By: by, Agent: run.Agent, From: run.AgentVersion, To: to})},
 	}
 	migrated, err := op.store.ResumeRun(ctx, p)
 	if err != nil {
@@ -310,8 +310,8 @@ func (op *Operator) resolve(ctx context.Context, tenant, runID string, o Outcome
 	p := store.ResumeRunParams{
 		Tenant: run.Tenant, RunID: runID, Now: now, From: []store.Status{store.StatusPaused},
 		Effects: []store.EffectUpdate{u},
-		Events: []store.Event{event(run.Step, now, "outcome_resolved", map[string]any{
-			"key": o.Key, "tool": effects[i].Tool, "applied": o.Applied, "by": by})},
+		Events: []store.Event{event(run.Step, now, store.EventOutcomeResolved, store.OutcomeResolvedData{
+			Key: o.Key, Tool: effects[i].Tool, Applied: o.Applied, By: by})},
 	}
 	resolved, err := op.store.ResumeRun(ctx, p)
 	if err != nil {
@@ -352,7 +352,7 @@ func (op *Operator) Cancel(ctx context.Context, tenant, runID, by, note string) 
 	payload, _ := json.Marshal(map[string]any{"run_id": run.ID, "tenant": run.Tenant, "agent": run.Agent, "user": run.User,
 		"status": store.StatusCanceled, "reason": "canceled", "by": by, "note": note, "steps": run.Step})
 	p := store.CancelRunParams{Tenant: tenant, RunID: runID, By: by, Note: note, Now: now,
-		Events: []store.Event{event(run.Step, now, "canceled", map[string]any{"by": by, "note": note, "was": run.Status})},
+		Events: []store.Event{event(run.Step, now, store.EventCanceled, store.CanceledData{By: by, Note: note, Was: run.Status})},
 		Outbox: []store.OutboxMessage{{Kind: "run_finished", Payload: payload}}}
 	run, err = cs.CancelRun(ctx, p)
 	if err != nil {

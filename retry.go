@@ -12,6 +12,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/belayrun/belay/model"
+	"github.com/belayrun/belay/store"
 )
 
 // RetryPolicy says how the tool executor retries a tool's transient
@@ -179,7 +180,7 @@ func (x *execution) throughBreaker(tool *Tool, call func() (json.RawMessage, err
 	before := cb.State()
 	out, err := cb.Execute(call)
 	if after := cb.State(); after != before {
-		x.emit("breaker", map[string]any{"tool": tool.Name, "from": before.String(), "to": after.String()})
+		x.emit(store.EventBreaker, store.BreakerData{Tool: tool.Name, From: before.String(), To: after.String()})
 	}
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		return nil, fmt.Errorf("%w for %s: it failed repeatedly and is temporarily unavailable; do not retry it, tell the customer or escalate", ErrBreakerOpen, tool.Name)
@@ -211,8 +212,7 @@ func (x *execution) invokeWithRetry(ctx context.Context, tool *Tool, use model.B
 		if n >= tool.Retry.MaxAttempts || elapsed+delay > tool.Retry.MaxElapsed {
 			return nil, &RetriesExhaustedError{Tool: tool.Name, Attempts: n, Err: err}
 		}
-		x.emit("tool_retry", map[string]any{"tool": tool.Name, "attempt": n, "error": err.Error(),
-			"backoff_s": delay.Seconds()})
+		x.emit(store.EventToolRetry, store.ToolRetryData{Tool: tool.Name, Attempt: n, Error: err.Error(), BackoffS: delay.Seconds()})
 		if err := x.r.cfg.sleep(ctx, delay); err != nil {
 			return nil, err
 		}

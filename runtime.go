@@ -253,8 +253,8 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 		ID: id, Tenant: req.Tenant, User: req.User, ClientRequestID: req.ClientRequestID,
 		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, RequestedBy: req.RequestedBy, Budget: budget,
 		Sensitive: a.sensitive, Now: now,
-		Events: []store.Event{event(0, now, "run_created", map[string]any{
-			"agent": a.Name, "version": a.Version, "user": req.User, "dry_run": req.DryRun})},
+		Events: []store.Event{event(0, now, store.EventRunCreated, store.RunCreatedData{
+			Agent: a.Name, Version: a.Version, User: req.User, DryRun: req.DryRun})},
 	}
 	run, created, err = r.store.CreateRun(ctx, p)
 	if err != nil {

@@ -171,8 +171,7 @@ func (x *execution) loop(ctx context.Context) error {
 			"run was started on %s version %s, this worker has version %s; it is not resumed into another version without an explicit migration",
 			x.agent.Name, x.run.AgentVersion, x.agent.Version))
 	}
-	x.emit("claimed", map[string]any{"epoch": x.run.LeaseEpoch, "owner": x.run.LeaseOwner,
-		"resumed": x.saved > 0})
+	x.emit(store.EventClaimed, store.ClaimedData{Epoch: x.run.LeaseEpoch, Owner: x.run.LeaseOwner, Resumed: x.saved > 0})
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -180,7 +179,7 @@ func (x *execution) loop(ctx context.Context) error {
 		if x.r.stopping.Load() {
 			// Shutting down between steps: the last step is checkpointed;
 			// hand the run to another worker at once.
-			x.emit("released", map[string]any{"epoch": x.run.LeaseEpoch})
+			x.emit(store.EventReleased, store.ReleasedData{Epoch: x.run.LeaseEpoch})
 			_ = x.write(ctx, nil, withRelease())
 			return errStop
 		}
@@ -260,8 +259,7 @@ func (x *execution) think(ctx context.Context) error {
 		MaxTokens: x.agent.MaxOutputTokens,
 	}
 	if over := x.checkBudget(ctx, budget, x.agent.Model, req); over != nil {
-		return x.escalate(ctx, store.StatusPaused, over.Reason, over.String(), nil,
-			map[string]any{"used": over.Used, "next_call": over.Next, "limit": over.Limit, "unit": over.Unit})
+		return x.escalate(ctx, store.StatusPaused, over.Reason, over.String(), nil, over)
 	}
 	start := x.r.cfg.now()
 	used := x.agent.Model
@@ -270,12 +268,11 @@ func (x *execution) think(ctx context.Context) error {
 		// The primary is overloaded after its own retries: degrade to the
 		// fallback for this call, and say so in the trace.
 		used = x.agent.Fallback
-		x.emit("model_fallback", map[string]any{"from": x.agent.Model.Name(), "to": used.Name(), "error": err.Error()})
+		x.emit(store.EventModelFallback, store.ModelFallbackData{From: x.agent.Model.Name(), To: used.Name(), Error: err.Error()})
 		// The fallback has its own price and its own longest call.
 		if over := x.checkBudget(ctx, budget, used, req); over != nil {
 			x.modelTime += x.r.cfg.now().Sub(start)
-			return x.escalate(ctx, store.StatusPaused, over.Reason, over.String()+" (on the fallback model "+used.Name()+", the primary being overloaded)", nil,
-				map[string]any{"used": over.Used, "next_call": over.Next, "limit": over.Limit, "unit": over.Unit})
+			return x.escalate(ctx, store.StatusPaused, over.Reason, over.String()+" (on the fallback model "+used.Name()+", the primary being overloaded)", nil, over)
 		}
 		resp, err = used.Generate(ctx, req)
 	}
@@ -301,19 +298,19 @@ func (x *execution) think(ctx context.Context) error {
 
 	text := model.JoinText(resp.Content)
 	planChanged := x.plan.update(text)
-	data := modelCallEvent{
-		Model: used.Name(), Thought: text, ToolCalls: []toolCallBrief{},
-		StopReason: resp.StopReason, InputTokens: resp.Usage.InputTokens,
+	data := store.ModelCallData{
+		Model: used.Name(), Thought: text, ToolCalls: []store.ToolCallBrief{},
+		StopReason: string(resp.StopReason), InputTokens: resp.Usage.InputTokens,
 		OutputTokens: resp.Usage.OutputTokens, CostUSD: cost.Dollars(),
 		LatencyMS: float64(latency.Microseconds()) / 1000,
 	}
 	for _, u := range model.ToolUses(resp.Content) {
-		data.ToolCalls = append(data.ToolCalls, toolCallBrief{ID: u.ID, Name: u.Name, Args: x.agent.tools[u.Name].redact(u.Input)})
+		data.ToolCalls = append(data.ToolCalls, store.ToolCallBrief{ID: u.ID, Name: u.Name, Args: x.agent.tools[u.Name].redact(u.Input)})
 	}
 	if planChanged {
 		data.Plan, data.PlanVersion = x.plan.Steps, x.plan.Version
 	}
-	x.emit("model_call", data)
+	x.emit(store.EventModelCall, data)
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleAssistant, Content: resp.Content})
 	if resp.StopReason == model.StopMaxTokens && len(data.ToolCalls) > 0 {
 		x.guard.CutOff = len(x.msgs)
@@ -383,12 +380,12 @@ func (x *execution) finish(ctx context.Context, last model.Message) error {
 	var missing []string
 	for _, req := range x.agent.Requirements {
 		ok, err := req.Check(ctx, x.info())
-		data := map[string]any{"requirement": req.Name, "ok": ok}
+		data := store.VerifyData{Requirement: req.Name, OK: ok}
 		if err != nil {
-			data["error"] = err.Error()
+			data.Error = err.Error()
 			ok = false
 		}
-		x.emit("verify", data)
+		x.emit(store.EventVerify, data)
 		if !ok {
 			missing = append(missing, req.Name)
 		}

@@ -9,7 +9,6 @@
 package metrics
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,69 +80,76 @@ func (m *Metrics) Checkpoint(run belay.ObservedRun, d time.Duration) {
 	m.checkpoint.WithLabelValues(run.Agent).Observe(d.Seconds())
 }
 
-// Event updates the series an event stands for.
+// Event updates the series an event stands for. Its data is decoded into
+// the catalogue's type for its kind; a malformed one counts as empty.
 func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
-	var d map[string]any
-	_ = json.Unmarshal(ev.Data, &d)
-	str := func(k string) string { s, _ := d[k].(string); return s }
-	num := func(k string) float64 { f, _ := d[k].(float64); return f }
 	switch ev.Type {
-	case "model_call":
+	case store.EventModelCall:
+		d, _ := store.DecodeEvent[store.ModelCallData](ev)
 		// The model that answered: the agent's fallback, when it stood in.
-		answered := str("model")
+		answered := d.Model
 		if answered == "" {
 			answered = run.Model
 		}
 		m.modelCalls.WithLabelValues(run.Agent, answered).Inc()
-		m.tokens.WithLabelValues(run.Agent, answered, "input").Add(num("input_tokens"))
-		m.tokens.WithLabelValues(run.Agent, answered, "output").Add(num("output_tokens"))
-		m.costUSD.WithLabelValues(run.Agent, answered).Add(num("cost_usd"))
-	case "checkpoint":
+		m.tokens.WithLabelValues(run.Agent, answered, "input").Add(float64(d.InputTokens))
+		m.tokens.WithLabelValues(run.Agent, answered, "output").Add(float64(d.OutputTokens))
+		m.costUSD.WithLabelValues(run.Agent, answered).Add(d.CostUSD)
+	case store.EventCheckpoint:
 		m.steps.WithLabelValues(run.Agent).Inc()
-	case "tool_result":
+	case store.EventToolResult:
+		d, _ := store.DecodeEvent[store.ToolResultData](ev)
 		outcome := "ok"
-		if isErr, _ := d["is_error"].(bool); isErr {
+		if d.IsError {
 			outcome = "error"
 		}
-		tool := str("tool")
-		if unknown, _ := d["unknown_tool"].(bool); unknown {
+		tool := d.Tool
+		if d.UnknownTool {
 			// Named by the model, not the agent: as many names as it
 			// cares to invent would each be a series.
 			tool = "(unknown)"
 		}
 		m.toolCalls.WithLabelValues(run.Agent, tool, outcome).Inc()
-	case "tool_retry":
-		m.retries.WithLabelValues(run.Agent, str("tool")).Inc()
-	case "breaker":
-		to := str("to")
-		m.breakerChanges.WithLabelValues(str("tool"), to).Inc()
+	case store.EventToolRetry:
+		d, _ := store.DecodeEvent[store.ToolRetryData](ev)
+		m.retries.WithLabelValues(run.Agent, d.Tool).Inc()
+	case store.EventBreaker:
+		d, _ := store.DecodeEvent[store.BreakerData](ev)
+		m.breakerChanges.WithLabelValues(d.Tool, d.To).Inc()
 		open := 0.0
-		if to != "closed" {
+		if d.To != "closed" {
 			open = 1
 		}
-		m.breakerOpen.WithLabelValues(str("tool")).Set(open)
-	case "approval_requested":
-		m.approvalsAsked.WithLabelValues(run.Agent, str("category")).Inc()
-	case "approval_decided":
-		m.approvalsDecided.WithLabelValues(str("category"), str("status")).Inc()
-		m.decisionSeconds.WithLabelValues(str("category"), str("status")).Observe(num("decision_s"))
-	case "approval_expired":
-		m.approvalsDecided.WithLabelValues(str("category"), "expired").Inc()
-	case "claimed":
-		if num("epoch") > 1 {
+		m.breakerOpen.WithLabelValues(d.Tool).Set(open)
+	case store.EventApprovalRequested:
+		d, _ := store.DecodeEvent[store.ApprovalRequestedData](ev)
+		m.approvalsAsked.WithLabelValues(run.Agent, d.Category).Inc()
+	case store.EventApprovalDecided:
+		d, _ := store.DecodeEvent[store.ApprovalDecidedData](ev)
+		m.approvalsDecided.WithLabelValues(d.Category, string(d.Status)).Inc()
+		m.decisionSeconds.WithLabelValues(d.Category, string(d.Status)).Observe(d.DecisionS)
+	case store.EventApprovalExpired:
+		d, _ := store.DecodeEvent[store.ApprovalExpiredData](ev)
+		m.approvalsDecided.WithLabelValues(d.Category, string(store.ApprovalExpired)).Inc()
+	case store.EventClaimed:
+		d, _ := store.DecodeEvent[store.ClaimedData](ev)
+		if d.Epoch > 1 {
 			m.takeovers.WithLabelValues(run.Agent).Inc()
 		}
-	case "model_fallback":
-		m.fallbacks.WithLabelValues(run.Agent, str("from"), str("to")).Inc()
-	case "loop_detected":
-		m.loops.WithLabelValues(run.Agent, str("action")).Inc()
-	case "canceled":
+	case store.EventModelFallback:
+		d, _ := store.DecodeEvent[store.ModelFallbackData](ev)
+		m.fallbacks.WithLabelValues(run.Agent, d.From, d.To).Inc()
+	case store.EventLoopDetected:
+		d, _ := store.DecodeEvent[store.LoopDetectedData](ev)
+		m.loops.WithLabelValues(run.Agent, d.Action).Inc()
+	case store.EventCanceled:
 		// A person ended the run; a worker that held it writes no stop.
 		m.runsStopped.WithLabelValues(run.Agent, string(store.StatusCanceled), "canceled").Inc()
-	case "stop":
-		status, reason := str("status"), str("reason")
-		m.runsStopped.WithLabelValues(run.Agent, status, reason).Inc()
-		if status == string(store.StatusEscalated) || (status == string(store.StatusPaused) && reason != "rate_limited" &&
+	case store.EventStop:
+		d, _ := store.DecodeEvent[store.StopData](ev)
+		status, reason := d.Status, d.Reason
+		m.runsStopped.WithLabelValues(run.Agent, string(status), reason).Inc()
+		if status == store.StatusEscalated || (status == store.StatusPaused && reason != "rate_limited" &&
 			reason != "overloaded" && reason != "server" && reason != "network") {
 			m.escalations.WithLabelValues(run.Agent, reason).Inc()
 		}

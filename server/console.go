@@ -504,51 +504,78 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*
 	return pg, nil
 }
 
-// timeline says what one trace event was, in a line.
+// timeline says what one trace event was, in a line, from its data as the
+// catalogue types it.
 func timeline(e store.Event) timelineEntry {
-	var data map[string]any
-	_ = json.Unmarshal(e.Data, &data)
-	str := func(k string) string {
-		if v, ok := data[k]; ok && v != nil {
-			switch v := v.(type) {
-			case string:
-				return v
-			default:
-				b, _ := json.Marshal(v)
-				return string(b)
-			}
-		}
-		return ""
-	}
 	t := timelineEntry{Step: e.Step, Type: e.Type, Time: e.Time, Class: "ev-other"}
 	switch e.Type {
-	case "model_call":
+	case store.EventModelCall:
+		d, _ := store.DecodeEvent[store.ModelCallData](e)
 		t.Class = "ev-model"
-		t.Detail = fmt.Sprintf("%s: %s in, %s out tokens", str("model"), str("input_tokens"), str("output_tokens"))
-	case "tool_call":
+		t.Detail = fmt.Sprintf("%s: %d in, %d out tokens", d.Model, d.InputTokens, d.OutputTokens)
+	case store.EventToolCall:
+		d, _ := store.DecodeEvent[store.ToolCallData](e)
 		t.Class = "ev-tool"
-		t.Detail = str("tool") + " " + text.Clip(str("args"), 200)
-	case "tool_result":
+		t.Detail = d.Tool + " " + text.Clip(string(d.Args), 200)
+	case store.EventToolResult:
+		d, _ := store.DecodeEvent[store.ToolResultData](e)
 		t.Class = "ev-tool"
-		t.Detail = str("tool") + ": " + text.Clip(str("preview"), 200)
-		if str("is_error") == "true" {
+		t.Detail = d.Tool + ": " + text.Clip(d.Preview, 200)
+		if d.IsError {
 			t.Class = "ev-error"
 		}
-	case "tool_retry", "breaker", "effect_unknown", "reconcile", "loop_detected", "model_fallback":
+	case store.EventToolRetry:
+		d, _ := store.DecodeEvent[store.ToolRetryData](e)
 		t.Class = "ev-retry"
-		t.Detail = text.Clip(str("tool")+" "+str("error")+str("detector")+str("from")+" "+str("to"), 200)
-	case "approval_requested", "approval_decided", "approval_applied":
+		t.Detail = text.Clip(fmt.Sprintf("%s attempt %d: %s", d.Tool, d.Attempt, d.Error), 200)
+	case store.EventBreaker:
+		d, _ := store.DecodeEvent[store.BreakerData](e)
+		t.Class = "ev-retry"
+		t.Detail = fmt.Sprintf("%s breaker %s to %s", d.Tool, d.From, d.To)
+	case store.EventEffectUnknown:
+		d, _ := store.DecodeEvent[store.EffectUnknownData](e)
+		t.Class = "ev-retry"
+		t.Detail = text.Clip(d.Tool+": "+d.Error, 200)
+	case store.EventReconcile:
+		d, _ := store.DecodeEvent[store.ReconcileData](e)
+		t.Class = "ev-retry"
+		t.Detail = fmt.Sprintf("%s asked what happened: found %v %s", d.Tool, d.Found, d.Error)
+	case store.EventEffectInFlight:
+		d, _ := store.DecodeEvent[store.EffectInFlightData](e)
+		t.Class = "ev-retry"
+		t.Detail = fmt.Sprintf("%s: waits until %s for the call of lease epoch %d", d.Tool, d.Until.Format(time.RFC3339), d.Epoch)
+	case store.EventLoopDetected:
+		d, _ := store.DecodeEvent[store.LoopDetectedData](e)
+		t.Class = "ev-retry"
+		t.Detail = fmt.Sprintf("%s detector fired (%d): %s", d.Detector, d.Fired, d.Action)
+	case store.EventModelFallback:
+		d, _ := store.DecodeEvent[store.ModelFallbackData](e)
+		t.Class = "ev-retry"
+		t.Detail = text.Clip(d.From+" to "+d.To+": "+d.Error, 200)
+	case store.EventApprovalRequested:
+		d, _ := store.DecodeEvent[store.ApprovalRequestedData](e)
 		t.Class = "ev-approval"
-		t.Detail = strings.TrimSpace(str("summary") + " " + str("status") + " " + str("by") + " " + str("note"))
-	case "checkpoint":
+		t.Detail = d.Summary
+	case store.EventApprovalDecided:
+		d, _ := store.DecodeEvent[store.ApprovalDecidedData](e)
+		t.Class = "ev-approval"
+		t.Detail = strings.TrimSpace(string(d.Status) + " by " + d.By + " " + d.Note)
+	case store.EventApprovalApplied:
+		d, _ := store.DecodeEvent[store.ApprovalAppliedData](e)
+		t.Class = "ev-approval"
+		t.Detail = string(d.Status) + " by " + d.By
+	case store.EventCheckpoint:
+		d, _ := store.DecodeEvent[store.CheckpointData](e)
 		t.Class = "ev-checkpoint"
-		t.Detail = fmt.Sprintf("%s messages, $%s so far", str("messages"), str("cost_usd"))
-	case "stop":
+		t.Detail = fmt.Sprintf("%d messages, $%g so far", d.Messages, d.CostUSD)
+	case store.EventStop:
+		d, _ := store.DecodeEvent[store.StopData](e)
 		t.Class = "ev-stop"
-		t.Detail = strings.TrimSpace(str("status") + ": " + str("reason") + " " + str("detail"))
-	case "intent":
+		t.Detail = strings.TrimSpace(string(d.Status) + ": " + d.Reason + " " + d.Detail)
+	case store.EventIntent:
+		d, _ := store.DecodeEvent[store.IntentData](e)
 		t.Class = "ev-tool"
-		t.Detail = str("tool") + " key " + str("key")
+		t.Detail = d.Tool + " key " + d.Key
 	default:
 		if len(e.Data) > 2 {
 			t.Detail = text.Clip(string(e.Data), 200)

@@ -67,89 +67,94 @@ type openStep struct {
 // Checkpoint is not a span: checkpoint latency is a metric.
 func (e *Exporter) Checkpoint(belay.ObservedRun, time.Duration) {}
 
-// Event adds what ev records to the run's spans.
+// Event adds what ev records to the run's spans. The kinds a span is built
+// from are decoded into the catalogue's types; the others become span
+// events carrying their fields.
 func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
-	var d map[string]any
-	_ = json.Unmarshal(ev.Data, &d)
-	str := func(k string) string { s, _ := d[k].(string); return s }
-	num := func(k string) float64 { f, _ := d[k].(float64); return f }
-
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	step := e.steps[run.ID]
 	start := ev.Time
-	if ev.Type == "model_call" {
-		start = ev.Time.Add(-time.Duration(num("latency_ms") * float64(time.Millisecond)))
+	var call store.ModelCallData
+	if ev.Type == store.EventModelCall {
+		call, _ = store.DecodeEvent[store.ModelCallData](ev)
+		start = ev.Time.Add(-time.Duration(call.LatencyMS * float64(time.Millisecond)))
 	}
 	if step == nil && opensStep(ev.Type) {
 		step = e.openStep(run, ev.Step, start)
 	}
 	if step == nil {
 		if betweenSteps(ev.Type) {
-			e.between(run, ev, d)
+			e.between(run, ev)
 		}
 		return
 	}
 	switch ev.Type {
-	case "model_call":
+	case store.EventModelCall:
 		attrs := []attribute.KeyValue{
 			attribute.String("gen_ai.operation.name", "chat"),
-			attribute.String("gen_ai.request.model", str("model")),
-			attribute.Int64("gen_ai.usage.input_tokens", int64(num("input_tokens"))),
-			attribute.Int64("gen_ai.usage.output_tokens", int64(num("output_tokens"))),
-			attribute.StringSlice("gen_ai.response.finish_reasons", []string{str("stop_reason")}),
-			attribute.Float64("belay.cost_usd", num("cost_usd")),
+			attribute.String("gen_ai.request.model", call.Model),
+			attribute.Int64("gen_ai.usage.input_tokens", call.InputTokens),
+			attribute.Int64("gen_ai.usage.output_tokens", call.OutputTokens),
+			attribute.StringSlice("gen_ai.response.finish_reasons", []string{call.StopReason}),
+			attribute.Float64("belay.cost_usd", call.CostUSD),
 		}
 		if e.content {
-			attrs = append(attrs, attribute.String("gen_ai.output.text", str("thought")))
+			attrs = append(attrs, attribute.String("gen_ai.output.text", call.Thought))
 		}
-		_, span := e.tracer.Start(step.ctx, "chat "+str("model"), trace.WithTimestamp(start),
+		_, span := e.tracer.Start(step.ctx, "chat "+call.Model, trace.WithTimestamp(start),
 			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 		span.End(trace.WithTimestamp(ev.Time))
-	case "tool_call":
-		step.tools[str("id")] = ev.Time
-		step.effects[str("id")] = str("effect")
-	case "tool_retry":
-		step.tries[str("tool")]++
-	case "intent":
-		step.keys[str("tool")] = str("key")
-	case "effect_reused", "effect_unknown", "reconcile":
-		step.keys[str("tool")] = str("key")
+	case store.EventToolCall:
+		d, _ := store.DecodeEvent[store.ToolCallData](ev)
+		step.tools[d.ID] = ev.Time
+		step.effects[d.ID] = d.Effect
+	case store.EventToolRetry:
+		d, _ := store.DecodeEvent[store.ToolRetryData](ev)
+		step.tries[d.Tool]++
+	case store.EventIntent:
+		d, _ := store.DecodeEvent[store.IntentData](ev)
+		step.keys[d.Tool] = d.Key
+	case store.EventEffectReused, store.EventEffectUnknown, store.EventReconcile, store.EventEffectInFlight:
+		d, _ := store.DecodeEvent[store.EffectData](ev)
+		step.keys[d.Tool] = d.Key
 		step.span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(
-			attribute.String("gen_ai.tool.name", str("tool")), attribute.String("belay.idempotency_key", str("key"))))
-	case "tool_result":
-		tool := str("tool")
-		began, ok := step.tools[str("id")]
+			attribute.String("gen_ai.tool.name", d.Tool), attribute.String("belay.idempotency_key", d.Key)))
+	case store.EventToolResult:
+		d, _ := store.DecodeEvent[store.ToolResultData](ev)
+		began, ok := step.tools[d.ID]
 		if !ok {
 			began = ev.Time
 		}
 		outcome := "ok"
-		if isErr, _ := d["is_error"].(bool); isErr {
+		if d.IsError {
 			outcome = "error"
 		}
-		_, span := e.tracer.Start(step.ctx, "execute_tool "+tool, trace.WithTimestamp(began), trace.WithAttributes(
+		_, span := e.tracer.Start(step.ctx, "execute_tool "+d.Tool, trace.WithTimestamp(began), trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "execute_tool"),
-			attribute.String("gen_ai.tool.name", tool),
-			attribute.String("gen_ai.tool.call.id", str("id")),
-			attribute.String("belay.tool.effect", step.effects[str("id")]),
-			attribute.Int("belay.tool.attempts", step.tries[tool]+1),
+			attribute.String("gen_ai.tool.name", d.Tool),
+			attribute.String("gen_ai.tool.call.id", d.ID),
+			attribute.String("belay.tool.effect", step.effects[d.ID]),
+			attribute.Int("belay.tool.attempts", step.tries[d.Tool]+1),
 			attribute.String("belay.tool.outcome", outcome),
-			attribute.String("belay.idempotency_key", step.keys[tool]),
+			attribute.String("belay.idempotency_key", step.keys[d.Tool]),
 		))
 		if outcome == "error" {
-			span.SetStatus(codes.Error, str("preview"))
+			span.SetStatus(codes.Error, d.Preview)
 		}
 		span.End(trace.WithTimestamp(ev.Time))
-	case "approval_requested", "approval_decided", "approval_applied", "approval_expired", "loop_detected", "breaker", "verify",
-		"resumed", "migrated", "outcome_resolved", "canceled", "model_fallback":
-		step.span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(eventAttributes(d)...))
-	case "checkpoint":
+	case store.EventApprovalRequested, store.EventApprovalDecided, store.EventApprovalApplied, store.EventApprovalExpired,
+		store.EventLoopDetected, store.EventBreaker, store.EventVerify, store.EventResumed, store.EventMigrated,
+		store.EventOutcomeResolved, store.EventCanceled, store.EventModelFallback:
+		step.span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(eventAttributes(ev)...))
+	case store.EventCheckpoint:
 		step.span.End(trace.WithTimestamp(ev.Time))
 		delete(e.steps, run.ID)
-	case "stop", "released":
-		step.span.SetAttributes(attribute.String("belay.run.status", str("status")), attribute.String("belay.stop_reason", str("reason")))
-		if status := str("status"); status == string(store.StatusFailed) || status == string(store.StatusEscalated) {
-			step.span.SetStatus(codes.Error, str("reason"))
+	case store.EventStop, store.EventReleased:
+		d, _ := store.DecodeEvent[store.StopData](ev)
+		step.span.SetAttributes(attribute.String("belay.run.status", string(d.Status)), attribute.String("belay.stop_reason", d.Reason))
+		if d.Status == store.StatusFailed || d.Status == store.StatusEscalated {
+			step.span.SetStatus(codes.Error, d.Reason)
 		}
 		step.span.End(trace.WithTimestamp(ev.Time))
 		delete(e.steps, run.ID)
@@ -159,7 +164,7 @@ func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 // opensStep reports whether an event can be the first of a step.
 func opensStep(typ string) bool {
 	switch typ {
-	case "claimed", "model_call", "tool_call":
+	case store.EventClaimed, store.EventModelCall, store.EventToolCall:
 		return true
 	}
 	return false
@@ -169,7 +174,8 @@ func opensStep(typ string) bool {
 // is open: a person's decision or operation, or an approval's expiry.
 func betweenSteps(typ string) bool {
 	switch typ {
-	case "approval_decided", "approval_expired", "resumed", "migrated", "outcome_resolved", "canceled":
+	case store.EventApprovalDecided, store.EventApprovalExpired, store.EventResumed, store.EventMigrated,
+		store.EventOutcomeResolved, store.EventCanceled:
 		return true
 	}
 	return false
@@ -196,9 +202,9 @@ func runAttributes(run belay.ObservedRun, step int) trace.SpanStartEventOption {
 // (the run waited for a person, or had stopped) as a span of its own, of no
 // length, named after the event and carrying it as its span event: a
 // step's span has ended by then, and its events cannot change.
-func (e *Exporter) between(run belay.ObservedRun, ev store.Event, d map[string]any) {
+func (e *Exporter) between(run belay.ObservedRun, ev store.Event) {
 	_, span := e.tracer.Start(runContext(run.ID), "belay."+ev.Type, trace.WithTimestamp(ev.Time), runAttributes(run, ev.Step))
-	span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(eventAttributes(d)...))
+	span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(eventAttributes(ev)...))
 	span.End(trace.WithTimestamp(ev.Time))
 }
 
@@ -210,8 +216,11 @@ func (e *Exporter) openStep(run belay.ObservedRun, step int, at time.Time) *open
 	return s
 }
 
-// eventAttributes keeps an event's scalar fields, never message content.
-func eventAttributes(d map[string]any) []attribute.KeyValue {
+// eventAttributes keeps an event's scalar fields, never message content:
+// whatever kind it is, its fields as the trace has them.
+func eventAttributes(ev store.Event) []attribute.KeyValue {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data, &d)
 	var attrs []attribute.KeyValue
 	for k, v := range d {
 		switch x := v.(type) {
