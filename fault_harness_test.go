@@ -29,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
@@ -473,23 +474,9 @@ func (p *faultProc) stopped() bool {
 func (p *faultProc) freeze(ctx context.Context, t *testing.T) {
 	t.Helper()
 	p.signal(t, syscall.SIGSTOP)
-	if err := waitUntil(ctx, func() bool { return p.stopped() }); err != nil {
+	if err := testrun.WaitUntil(ctx, func() bool { return p.stopped() }); err != nil {
 		t.Fatalf("%s did not stop: %v", p.name, err)
 	}
-}
-
-// waitUntil polls cond until it holds or ctx ends.
-func waitUntil(ctx context.Context, cond func() bool) error {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-	return nil
 }
 
 // faultStore is a store for a fault test: a SQLite file the processes

@@ -3,10 +3,8 @@ package belay
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/belayrun/belay/internal/testrun"
 )
 
 // Every goroutine a runtime starts exits with it.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testrun.Main(m) }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
 )
@@ -37,7 +38,7 @@ func TestRuntimePrunesEndedRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Stop(ctx)
-	waitFor(t, "the run that ended 25 hours ago to be deleted", func() bool {
+	testrun.WaitFor(t, "the run that ended 25 hours ago to be deleted", func() bool {
 		_, err := st.GetRun(ctx, "", old.ID)
 		return errors.Is(err, store.ErrNotFound)
 	})

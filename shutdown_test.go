@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
@@ -50,7 +51,7 @@ func TestStopFinishesTheStepAndHandsTheRunOver(t *testing.T) {
 		stopped <- rt.Stop(stopCtx)
 	}()
 	// The step is still in its tool call when the stop begins.
-	waitFor(t, "Stop to begin", rt.stopping.Load)
+	testrun.WaitFor(t, "Stop to begin", rt.stopping.Load)
 	close(release)
 	if err := <-stopped; err != nil {
 		t.Fatalf("Stop: %v", err)
@@ -72,18 +73,5 @@ func TestStopFinishesTheStepAndHandsTheRunOver(t *testing.T) {
 	got, _ = st.GetRun(ctx, "", run.ID)
 	if got.Status != store.StatusDone || calls.Load() != 2 {
 		t.Errorf("run %s after %d calls; want done after 2", got.Status, calls.Load())
-	}
-}
-
-// waitFor waits, with a deadline, for a condition another goroutine makes
-// true.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

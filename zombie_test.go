@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/store"
 )
 
@@ -121,7 +122,7 @@ func zombieCase(t *testing.T, storeKind string, tool toolKind, point string) {
 				mu.Unlock()
 			}
 		}
-		_ = waitUntil(personCtx, func() bool {
+		_ = testrun.WaitUntil(personCtx, func() bool {
 			if r, err := st.GetRun(ctx, "", run.ID); err == nil && r.Status == store.StatusPaused && r.StopReason == "unknown_outcome" {
 				decide(r)
 			}
@@ -141,14 +142,14 @@ func zombieCase(t *testing.T, storeKind string, tool toolKind, point string) {
 	}
 	a.signal(t, syscall.SIGCONT)
 	var finished store.Run
-	if err := waitUntil(ctx, func() bool {
+	if err := testrun.WaitUntil(ctx, func() bool {
 		finished, err = st.GetRun(ctx, "", run.ID)
 		return err == nil && finished.Status.Terminal()
 	}); err != nil {
 		t.Fatalf("run not finished: %s (%s: %s); A:\n%s\nB:\n%s", finished.Status, finished.StopReason, finished.StopDetail, a.tail(), b.tail())
 	}
 	// A, awake, finds the run no longer its, whatever it was doing.
-	if err := waitUntil(ctx, func() bool {
+	if err := testrun.WaitUntil(ctx, func() bool {
 		return strings.Contains(a.tail(), "gave up the run") || strings.Contains(a.tail(), "lease lost")
 	}); err != nil {
 		t.Errorf("A never let go of the run it was stopped in: %v\n%s", err, a.tail())
@@ -323,14 +324,14 @@ func TestWorkerCutOffFromPostgresSendsNothing(t *testing.T) {
 	// A's call ends one way or the other within its 4 s.
 	callCtx, cancelCall := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelCall()
-	if err := waitUntil(callCtx, func() bool { return a.marks("gave-up")+a.marks("after-send") > 0 }); err != nil {
+	if err := testrun.WaitUntil(callCtx, func() bool { return a.marks("gave-up")+a.marks("after-send") > 0 }); err != nil {
 		t.Fatalf("A's call neither gave up nor sent: %v", err)
 	}
 	if a.marks("gave-up") == 0 {
 		t.Errorf("A did not give up its call")
 	}
 	var finished store.Run
-	if err := waitUntil(ctx, func() bool {
+	if err := testrun.WaitUntil(ctx, func() bool {
 		finished, err = st.GetRun(ctx, "", run.ID)
 		return err == nil && finished.Status.Terminal()
 	}); err != nil {

@@ -17,15 +17,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/sqlite"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testrun.Main(m) }
 
 // t0 has nanoseconds so that a body rounding times differs.
 var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC)
