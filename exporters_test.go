@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/belayrun/belay"
@@ -46,8 +45,8 @@ func TestExportersSeeAnApprovalExpire(t *testing.T) {
 	defer st.Close()
 	reg := prometheus.NewRegistry()
 	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	defer tp.Shutdown(ctx)
+	spanExp := tracing.NewExporter(spans)
+	defer spanExp.Shutdown(ctx)
 
 	type orderIn struct {
 		ID string `json:"id"`
@@ -60,7 +59,7 @@ func TestExportersSeeAnApprovalExpire(t *testing.T) {
 		scripted.Reply{Text: "I have passed this to a person."})}
 	clock := belay.NewTestClock()
 	cfg := belay.Config{Store: st, Agents: []*belay.Agent{agent}, HumanApproval: true,
-		Observer: fanout{metrics.New(reg), tracing.New(tp)}}
+		Observer: fanout{metrics.New(reg), spanExp}}
 	belay.SetTestClock(&cfg, clock.Now)
 	rt, err := belay.New(cfg)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -410,6 +411,23 @@ func TraceIDs(runID string, step int) (traceID [16]byte, stepSpanID [8]byte) {
 	s := sha256.Sum256([]byte(fmt.Sprintf("belay-step\x00%s\x00%d", runID, step)))
 	copy(stepSpanID[:], s[:8])
 	return traceID, stepSpanID
+}
+
+// ToolSpanID is the span id of a tool call made under a lease epoch (the
+// call's CallInfo.FencingToken): the span the tracing package exports for
+// it, and the one MCP servers are told in the call's traceparent, so their
+// spans join the run's trace under it. Every attempt of the call under one
+// lease gets the same id; a worker that takes the run over and makes the
+// call again makes another span.
+func ToolSpanID(runID string, step int, toolUseID string, epoch int64) [8]byte {
+	var id [8]byte
+	h := sha256.Sum256([]byte("belay span\x00" + runID + "\x00" + strconv.Itoa(step) + "\x00" + toolUseID +
+		"\x00" + strconv.FormatInt(epoch, 10)))
+	copy(id[:], h[:8])
+	if id == [8]byte{} {
+		id[7] = 1 // all zeros is the one invalid span id
+	}
+	return id
 }
 
 // Agent returns the registered agent of that name.

@@ -10,17 +10,27 @@
 //
 // Every span of a run is in one trace whose id is derived from the run id
 // (belay.TraceIDs), so a run resumed by another worker, days later, is
-// still one trace. Message content is left out unless WithContent is given.
+// still one trace. The spans' own ids are derived too: a step's span is a
+// root of the run's trace, and its model and tool spans its children; a
+// tool span's id is belay.ToolSpanID, the one an MCP server is told in the
+// call's traceparent, so the server's spans join the trace under the call
+// that made them. Every span's parent is exported. Message content is left
+// out unless WithContent is given.
 package tracing
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/belayrun/belay"
@@ -31,9 +41,15 @@ import (
 type Exporter struct {
 	tracer  trace.Tracer
 	content bool
+	// tp is the exporter's own provider (NewExporter), which gives every
+	// span the id the exporter chose; nil for one over a caller's (New).
+	tp *sdktrace.TracerProvider
 
 	mu    sync.Mutex
 	steps map[string]*openStep // by run id
+	// epochs is the lease epoch of each run's latest claim: a step run
+	// again by another worker is another span.
+	epochs map[string]int64
 }
 
 var _ belay.Observer = (*Exporter)(nil)
@@ -45,18 +61,93 @@ type Option func(*Exporter)
 // spans. Off by default: content may hold customer data.
 func WithContent() Option { return func(e *Exporter) { e.content = true } }
 
-// New returns an exporter that starts spans with tp.
+// NewExporter returns an exporter that hands the spans it builds to sp: a
+// batch processor over an OTLP exporter (sdktrace.NewBatchSpanProcessor), a
+// test's recorder. Call Shutdown to flush it.
+func NewExporter(sp sdktrace.SpanProcessor, opts ...Option) *Exporter {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithIDGenerator(chosenIDs{}),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	e := New(tp, opts...)
+	e.tp = tp
+	return e
+}
+
+// New returns an exporter that starts spans with tp, which gives them ids
+// of its own.
+//
+// Deprecated: a step's span then names a parent that is never exported,
+// and an MCP server's traceparent names no exported span; use NewExporter.
 func New(tp trace.TracerProvider, opts ...Option) *Exporter {
-	e := &Exporter{tracer: tp.Tracer("github.com/belayrun/belay"), steps: map[string]*openStep{}}
+	e := &Exporter{tracer: tp.Tracer("github.com/belayrun/belay"), steps: map[string]*openStep{}, epochs: map[string]int64{}}
 	for _, o := range opts {
 		o(e)
 	}
 	return e
 }
 
+// Shutdown ends the spans of the exporter's own provider and flushes them.
+// It does nothing for an exporter made by New.
+func (e *Exporter) Shutdown(ctx context.Context) error {
+	if e.tp == nil {
+		return nil
+	}
+	return e.tp.Shutdown(ctx)
+}
+
+// idsKey carries the ids the exporter chose for the span it starts with
+// the context.
+type idsKey struct{}
+
+type spanIDs struct {
+	trace trace.TraceID
+	span  trace.SpanID
+}
+
+// withIDs is ctx with the ids of the next span started with it.
+func withIDs(ctx context.Context, traceID [16]byte, spanID [8]byte) context.Context {
+	return context.WithValue(ctx, idsKey{}, spanIDs{trace: traceID, span: spanID})
+}
+
+// chosenIDs is the provider's IDGenerator: it gives each span the ids the
+// exporter put in its context, and random ones to any other.
+type chosenIDs struct{}
+
+func (chosenIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	if ids, ok := ctx.Value(idsKey{}).(spanIDs); ok {
+		return ids.trace, ids.span
+	}
+	var t trace.TraceID
+	var s trace.SpanID
+	_, _ = rand.Read(t[:])
+	_, _ = rand.Read(s[:])
+	return t, s
+}
+
+func (chosenIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	if ids, ok := ctx.Value(idsKey{}).(spanIDs); ok {
+		return ids.span
+	}
+	var s trace.SpanID
+	_, _ = rand.Read(s[:])
+	return s
+}
+
+// derivedSpanID is a span id from what names the span, never all zeros.
+func derivedSpanID(parts ...string) [8]byte {
+	var id [8]byte
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	copy(id[:], h[:8])
+	if id == [8]byte{} {
+		id[7] = 1
+	}
+	return id
+}
+
 // openStep is the step span of a run, open until its checkpoint or stop.
 type openStep struct {
 	ctx     context.Context
+	trace   [16]byte
+	epoch   int64
 	span    trace.Span
 	tools   map[string]time.Time // tool_use id -> tool_call time
 	effects map[string]string    // tool_use id -> effect class
@@ -73,6 +164,10 @@ func (e *Exporter) Checkpoint(belay.ObservedRun, time.Duration) {}
 func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if ev.Type == store.EventClaimed {
+		d, _ := store.DecodeEvent[store.ClaimedData](ev)
+		e.epochs[run.ID] = d.Epoch
+	}
 	step := e.steps[run.ID]
 	start := ev.Time
 	var call store.ModelCallData
@@ -102,7 +197,8 @@ func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 		if e.content {
 			attrs = append(attrs, attribute.String("gen_ai.output.text", call.Thought))
 		}
-		_, span := e.tracer.Start(step.ctx, "chat "+call.Model, trace.WithTimestamp(start),
+		ctx := withIDs(step.ctx, step.trace, derivedSpanID("belay model", run.ID, strconv.Itoa(ev.Step), strconv.FormatInt(step.epoch, 10)))
+		_, span := e.tracer.Start(ctx, "chat "+call.Model, trace.WithTimestamp(start),
 			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 		span.End(trace.WithTimestamp(ev.Time))
 	case store.EventToolCall:
@@ -130,7 +226,8 @@ func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 		if d.IsError {
 			outcome = "error"
 		}
-		_, span := e.tracer.Start(step.ctx, "execute_tool "+d.Tool, trace.WithTimestamp(began), trace.WithAttributes(
+		ctx := withIDs(step.ctx, step.trace, belay.ToolSpanID(run.ID, ev.Step, d.ID, step.epoch))
+		_, span := e.tracer.Start(ctx, "execute_tool "+d.Tool, trace.WithTimestamp(began), trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "execute_tool"),
 			attribute.String("gen_ai.tool.name", d.Tool),
 			attribute.String("gen_ai.tool.call.id", d.ID),
@@ -151,6 +248,9 @@ func (e *Exporter) Event(run belay.ObservedRun, ev store.Event) {
 		step.span.End(trace.WithTimestamp(ev.Time))
 		delete(e.steps, run.ID)
 	case store.EventStop, store.EventReleased:
+		// The run's next execution starts with a claim, which names its
+		// epoch again.
+		delete(e.epochs, run.ID)
 		d, _ := store.DecodeEvent[store.StopData](ev)
 		step.span.SetAttributes(attribute.String("belay.run.status", string(d.Status)), attribute.String("belay.stop_reason", d.Reason))
 		if d.Status == store.StatusFailed || d.Status == store.StatusEscalated {
@@ -181,12 +281,17 @@ func betweenSteps(typ string) bool {
 	return false
 }
 
-// runContext is the parent of every span of a run: one trace per run,
-// whichever process exports the span.
-func runContext(runID string) context.Context {
-	traceID, spanID := belay.TraceIDs(runID, -1)
-	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled, Remote: true})
-	return trace.ContextWithRemoteSpanContext(context.Background(), parent)
+// root is the context and option that start a root span of the run's
+// trace with id spanID. Over a caller's provider (New), whose ids are its
+// own, the span is the child of a remote parent that names the run's trace
+// instead, and that parent is never exported.
+func (e *Exporter) root(runID string, spanID [8]byte) (context.Context, trace.SpanStartOption) {
+	traceID, parentID := belay.TraceIDs(runID, -1)
+	if e.tp != nil {
+		return withIDs(context.Background(), traceID, spanID), trace.WithNewRoot()
+	}
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: parentID, TraceFlags: trace.FlagsSampled, Remote: true})
+	return trace.ContextWithRemoteSpanContext(context.Background(), parent), trace.WithAttributes()
 }
 
 func runAttributes(run belay.ObservedRun, step int) trace.SpanStartEventOption {
@@ -203,14 +308,18 @@ func runAttributes(run belay.ObservedRun, step int) trace.SpanStartEventOption {
 // length, named after the event and carrying it as its span event: a
 // step's span has ended by then, and its events cannot change.
 func (e *Exporter) between(run belay.ObservedRun, ev store.Event) {
-	_, span := e.tracer.Start(runContext(run.ID), "belay."+ev.Type, trace.WithTimestamp(ev.Time), runAttributes(run, ev.Step))
+	ctx, root := e.root(run.ID, derivedSpanID("belay between", run.ID, ev.Type, strconv.FormatInt(ev.Seq, 10), ev.Time.String()))
+	_, span := e.tracer.Start(ctx, "belay."+ev.Type, root, trace.WithTimestamp(ev.Time), runAttributes(run, ev.Step))
 	span.AddEvent(ev.Type, trace.WithTimestamp(ev.Time), trace.WithAttributes(eventAttributes(ev)...))
 	span.End(trace.WithTimestamp(ev.Time))
 }
 
 func (e *Exporter) openStep(run belay.ObservedRun, step int, at time.Time) *openStep {
-	ctx, span := e.tracer.Start(runContext(run.ID), "belay.step", trace.WithTimestamp(at), runAttributes(run, step))
-	s := &openStep{ctx: ctx, span: span, tools: map[string]time.Time{}, effects: map[string]string{},
+	traceID, _ := belay.TraceIDs(run.ID, step)
+	epoch := e.epochs[run.ID]
+	ctx, root := e.root(run.ID, derivedSpanID("belay step", run.ID, strconv.Itoa(step), strconv.FormatInt(epoch, 10)))
+	ctx, span := e.tracer.Start(ctx, "belay.step", root, trace.WithTimestamp(at), runAttributes(run, step))
+	s := &openStep{ctx: ctx, trace: traceID, epoch: epoch, span: span, tools: map[string]time.Time{}, effects: map[string]string{},
 		tries: map[string]int{}, keys: map[string]string{}}
 	e.steps[run.ID] = s
 	return s

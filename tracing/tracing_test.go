@@ -45,9 +45,9 @@ func TestSpanTreeOfASupportRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(ctx)
-	rt, err := belay.New(belay.Config{Store: st, HumanApproval: true, Observer: tracing.New(tp),
+	exp := tracing.NewExporter(rec)
+	defer exp.Shutdown(ctx)
+	rt, err := belay.New(belay.Config{Store: st, HumanApproval: true, Observer: exp,
 		Agents: []*belay.Agent{support.NewAgent(world, scripted.Func(support.Script()))}})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +97,25 @@ func TestSpanTreeOfASupportRun(t *testing.T) {
 	// step 4 has two spans (asked, then executed).
 	if len(models) != 8 || len(tools) != 7 || len(steps) < 9 {
 		t.Fatalf("%d step, %d model, %d tool spans", len(steps), len(models), len(tools))
+	}
+	// Every span's parent is exported: the steps and the decision are the
+	// roots of the run's trace, everything else their children.
+	ids := map[[8]byte]bool{}
+	for _, s := range spans {
+		if ids[s.SpanContext().SpanID()] {
+			t.Errorf("two spans have the id %s", s.SpanContext().SpanID())
+		}
+		ids[s.SpanContext().SpanID()] = true
+	}
+	for _, s := range spans {
+		if p := s.Parent(); p.IsValid() && !ids[p.SpanID()] {
+			t.Errorf("%s names a parent %s that is not exported", s.Name(), p.SpanID())
+		}
+	}
+	for _, s := range steps {
+		if s.Parent().IsValid() {
+			t.Errorf("step span %v has a parent, want a root of the run's trace", attr(s, "belay.step"))
+		}
 	}
 	for _, s := range append(models, tools...) {
 		if _, ok := steps[s.Parent().SpanID()]; !ok {

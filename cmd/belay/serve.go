@@ -108,9 +108,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("serve: OTLP exporter: %w", err)
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-		defer tp.Shutdown(context.WithoutCancel(ctx))
-		observers = append(observers, tracing.New(tp))
+		spans := tracing.NewExporter(sdktrace.NewBatchSpanProcessor(exp))
+		defer spans.Shutdown(context.WithoutCancel(ctx))
+		observers = append(observers, spans)
 	}
 	rt, err := belay.New(belay.Config{Store: st, Agents: agents, Workers: *workers,
 		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger, Observer: observers, KeepEnded: keep})
