@@ -1,0 +1,151 @@
+// Package sqlrow reads Belay's rows as both SQL drivers store them: for each
+// row type the columns a query selects, in their order, and the scanner that
+// reads them, shared by store/sqlite and store/postgres. A column added,
+// moved or decoded differently is changed here, once, for both.
+//
+// It lives under store/internal so that only the drivers use it: package
+// store stays the seam callers see and never imports a driver, and what the
+// drivers have in common is no part of its API.
+//
+// # Column lists
+//
+// Each row type's columns are listed once, beside the scanner's
+// destinations, in one literal: the list a query must select is the list
+// the scanner reads. A query read by a scanner names its row type on a line
+// of its own, "-- columns: run", and selects (or returns) exactly those
+// columns in that order; storetest.Queries checks every query of a driver
+// against it (see ResultColumns).
+//
+// # What the engines store differently
+//
+// Times are integer unix nanoseconds in both (0 for the zero time), JSON is
+// bytes in both (bytea in PostgreSQL), and booleans scan into bool from
+// PostgreSQL's boolean and SQLite's integer alike. Lists of strings are not
+// stored alike: PostgreSQL has text[], SQLite text (an API key's roles
+// comma-separated, a webhook's kinds a JSON array). The scanners of those
+// rows take a List from the driver, which knows its own.
+package sqlrow
+
+import (
+	"time"
+
+	"github.com/belayrun/belay/store"
+)
+
+// Scanner is one row of a result: pgx.Row and pgx.Rows, *sql.Row and
+// *sql.Rows all are.
+type Scanner interface {
+	Scan(dest ...any) error
+}
+
+// Rows is a result of many rows: pgx.Rows or *sql.Rows.
+type Rows interface {
+	Scanner
+	Next() bool
+	Err() error
+}
+
+// All reads every row of rs with scan, in order; nil if there is none. It
+// does not close rs.
+func All[T any](rs Rows, scan func(Scanner) (T, error)) ([]T, error) {
+	var out []T
+	for rs.Next() {
+		v, err := scan(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// List reads a column that holds a list of strings, which the engines store
+// differently. A driver passes a new one to each scan of a row that has
+// such a column.
+type List interface {
+	// Dest is what Scan writes the column into.
+	Dest() any
+	// Strings returns the list Scan wrote. Whether an empty list is nil is
+	// the driver's to say.
+	Strings() ([]string, error)
+}
+
+// column is one column a scanner reads, by the name queries select it as,
+// and where Scan writes it.
+type column struct {
+	name string
+	dest any
+}
+
+// scan reads cols from row, in order.
+func scan(row Scanner, cols []column) error {
+	dests := make([]any, len(cols))
+	for i, c := range cols {
+		dests[i] = c.dest
+	}
+	return row.Scan(dests...)
+}
+
+func names(cols []column) []string {
+	ns := make([]string, len(cols))
+	for i, c := range cols {
+		ns[i] = c.name
+	}
+	return ns
+}
+
+// layouts are the row types by the name a query's "-- columns:" line gives,
+// each as its columns laid over zero values.
+var layouts = map[string]func() []column{
+	"run":             func() []column { return runColumns(new(store.Run), new(runRaw)) },
+	"approval":        func() []column { return approvalColumns(new(store.Approval), new(approvalRaw)) },
+	"effect":          func() []column { return effectColumns(new(store.Effect), new(effectRaw)) },
+	"customer_effect": func() []column { return customerEffectColumns(new(store.CustomerEffect), new(customerEffectRaw)) },
+	"event":           func() []column { return eventColumns(new(store.Event), new(int64)) },
+	"message":         func() []column { return messageColumns(new(store.Message), new(int64)) },
+	"outbox":          func() []column { return outboxColumns(new(store.OutboxMessage), new(outboxRaw)) },
+	"delivery":        func() []column { return deliveryColumns(new(store.Delivery), new(deliveryRaw)) },
+	"api_key":         func() []column { return apiKeyColumns(new(store.APIKey), new(apiKeyRaw), nil) },
+	"session":         func() []column { return sessionColumns(new(store.Session), new(sessionRaw)) },
+	"webhook":         func() []column { return webhookColumns(new(store.Webhook), new(webhookRaw), nil) },
+}
+
+// Columns returns the columns of the row type a query's "-- columns:" line
+// names, in the order its scanner reads them.
+func Columns(rowType string) ([]string, bool) {
+	l, ok := layouts[rowType]
+	if !ok {
+		return nil, false
+	}
+	return names(l()), true
+}
+
+// RowTypes returns the names of every row type, in no set order.
+func RowTypes() []string {
+	ts := make([]string, 0, len(layouts))
+	for t := range layouts {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// Nanos is how both engines store a time: unix nanoseconds, 0 for the zero
+// time. PostgreSQL's timestamptz would keep only microseconds, and Belay's
+// times round-trip exactly.
+func Nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// Time is the time Nanos stored as n, in UTC.
+func Time(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
