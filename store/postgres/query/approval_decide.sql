@@ -1,3 +1,4 @@
+-- columns: approval
 -- A decision is taken once, on a pending approval that has not expired
 -- (the expiry itself is the one decision allowed after that).
 UPDATE approvals

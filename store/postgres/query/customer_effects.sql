@@ -1,3 +1,4 @@
+-- columns: customer_effect
 -- The customer's runs through runs_user, each run's effects through
 -- effects_run: only the customer's effects are read and sorted.
 SELECT e.tenant, e.key, e.run_id, e.tool, e.args_hash, e.args, e.state, e.result, e.step, e.attempts, e.epoch, e.in_flight_until,

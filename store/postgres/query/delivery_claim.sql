@@ -1,3 +1,4 @@
+-- columns: delivery
 -- Leases up to @limit pending deliveries that are due and not leased, oldest
 -- first, raising their attempts. Rows another claim holds are skipped, so
 -- senders claiming at once take disjoint deliveries.

@@ -1,3 +1,4 @@
+-- columns: delivery
 -- A null limit is no limit.
 SELECT d.id, d.tenant, d.webhook_id, d.outbox_id, d.run_id, d.kind, o.payload, w.url, w.secret,
     d.state, d.attempts, d.next_attempt_at, d.last_error, d.created_at, d.delivered_at

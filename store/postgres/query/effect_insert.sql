@@ -1,3 +1,4 @@
+-- columns: effect
 -- A new intent starts pending at attempt 1, the call about to go out. An existing key is left as it
 -- is and nothing is returned.
 INSERT INTO effects (

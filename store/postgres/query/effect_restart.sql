@@ -1,3 +1,4 @@
+-- columns: effect
 -- The last attempt under this key is known not to have landed: a new
 -- intent begins.
 UPDATE effects

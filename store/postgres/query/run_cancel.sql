@@ -1,3 +1,4 @@
+-- columns: run
 -- A canceled run has ended. Its lease is let go as a checkpoint lets go of
 -- one: the owner is cleared, so that no write of a worker still holding it
 -- lands (every fence wants the owner and a run not ended), and the epoch is

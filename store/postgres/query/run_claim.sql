@@ -1,3 +1,4 @@
+-- columns: run
 -- Due runs, oldest change of status or lease first: queued runs, running
 -- runs whose lease has expired, paused runs whose resume_after has passed. A
 -- waiting_approval run and a paused run without resume_after wait for a

@@ -1,3 +1,4 @@
+-- columns: run
 SELECT id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
     status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,
     plan, guard, lease_owner, lease_expires, lease_epoch, resume_after,

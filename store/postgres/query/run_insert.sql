@@ -1,3 +1,4 @@
+-- columns: run
 -- A run of the same (tenant, user, client request id) is left as it is and
 -- nothing is returned.
 INSERT INTO runs (

@@ -1,3 +1,4 @@
+-- columns: run
 -- Newest first: a page of the latest runs, then older ones before @after.
 SELECT id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
     status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,

@@ -1,3 +1,4 @@
+-- columns: run
 UPDATE runs
 SET lease_owner = @owner,
     lease_expires = @expires,

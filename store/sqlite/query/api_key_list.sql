@@ -1,3 +1,4 @@
+-- columns: api_key
 SELECT id, tenant, name, roles, secret_hash, created_at, revoked_at
 FROM api_keys
 WHERE @tenant = '' OR tenant = @tenant

@@ -1,3 +1,4 @@
+-- columns: approval
 -- approval_list.sql for one run, through the run's index rather than a scan
 -- of every approval.
 SELECT id, tenant, run_id, step, tool_use_id, tool, args, args_hash, reason, category, summary,

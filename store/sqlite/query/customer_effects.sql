@@ -1,3 +1,4 @@
+-- columns: customer_effect
 -- The customer's runs through runs_user, then each run's effects through
 -- effects_run: only the customer's effects are read and sorted. Belay runs
 -- no ANALYZE, and without statistics the planner would rather walk the

@@ -1,3 +1,4 @@
+-- columns: delivery
 -- Pending deliveries whose next attempt is due and whose lease, if any, has
 -- expired, oldest first.
 SELECT d.id, d.tenant, d.webhook_id, d.outbox_id, d.run_id, d.kind, o.payload, w.url, w.secret,

@@ -1,3 +1,4 @@
+-- columns: effect
 -- The caller is about to call again under a key whose outcome is not
 -- known; a key whose outcome is recorded is left alone and nothing is
 -- returned.

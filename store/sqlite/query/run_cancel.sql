@@ -1,3 +1,4 @@
+-- columns: run
 -- The lease is released as a checkpoint releases it: the owner is cleared
 -- and the epoch kept, so every write under the old fence is refused.
 UPDATE runs

@@ -1,3 +1,4 @@
+-- columns: run
 INSERT INTO runs (
     id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
     budget, sensitive, status, created_at, updated_at, ref

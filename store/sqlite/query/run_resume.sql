@@ -1,3 +1,4 @@
+-- columns: run
 -- A run waiting for a person goes back to the queue; what stopped it is
 -- cleared, and so is its escalation packet, now acted on. An empty
 -- agent_version keeps the run on the version it was started on; another one

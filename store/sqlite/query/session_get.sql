@@ -1,3 +1,4 @@
+-- columns: session
 -- A session lives while it has not expired and its key is not revoked.
 SELECT s.token_hash, s.key_id, s.tenant, s.created_at, s.expires_at
 FROM sessions s

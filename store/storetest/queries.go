@@ -1,0 +1,76 @@
+package storetest
+
+import (
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/belayrun/belay/store/internal/sqlrow"
+)
+
+// wideResult is the number of result columns from which a query must name
+// its row type: a row of that many columns is read by a shared scanner, not
+// by hand. The narrowest row type, a session, has five.
+const wideResult = 5
+
+// Queries checks a driver's queries, the .sql files at the root of
+// queries, against the scanners both drivers share (store/internal/sqlrow):
+// a query that names its row type on a line "-- columns: run" selects, or
+// returns, exactly that row type's columns in the order its scanner reads
+// them; and a query that returns five or more columns names its row type.
+func Queries(t *testing.T, queries fs.FS) {
+	t.Helper()
+	names, err := fs.Glob(queries, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) == 0 {
+		t.Fatal("no .sql files")
+	}
+	for _, name := range names {
+		t.Run(strings.TrimSuffix(name, ".sql"), func(t *testing.T) {
+			b, err := fs.ReadFile(queries, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkQuery(string(b)); err != "" {
+				t.Errorf("%s: %s", name, err)
+			}
+		})
+	}
+}
+
+// checkQuery says what is wrong with a query's result columns, or "".
+func checkQuery(query string) string {
+	rowType, err := sqlrow.RowType(query)
+	if err != nil {
+		return err.Error()
+	}
+	got, err := sqlrow.ResultColumns(query)
+	if err != nil {
+		return "parse result columns: " + err.Error()
+	}
+	if rowType == "" {
+		if len(got) >= wideResult {
+			types := sqlrow.RowTypes()
+			slices.Sort(types)
+			return fmt.Sprintf("returns %s: name the row type its scanner reads on a line \"-- columns: <type>\" (%s)",
+				strings.Join(got, ", "), strings.Join(types, ", "))
+		}
+		return ""
+	}
+	want, _ := sqlrow.Columns(rowType)
+	if slices.Equal(got, want) {
+		return ""
+	}
+	msg := fmt.Sprintf("columns: %s, but it returns\n\t%s\nwhere the scanner reads\n\t%s",
+		rowType, strings.Join(got, ", "), strings.Join(want, ", "))
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("%s\nfirst difference: column %d is %s, not %s", msg, i+1, got[i], want[i])
+		}
+	}
+	return fmt.Sprintf("%s\n(%d columns, not %d)", msg, len(got), len(want))
+}
