@@ -11,6 +11,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var _ store.AccessStore = (*Store)(nil)
@@ -45,7 +46,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 			sql.Named("name", k.Name),
 			sql.Named("roles", joinRoles(k.Roles)),
 			sql.Named("secret_hash", k.SecretHash),
-			sql.Named("created_at", nanos(k.CreatedAt)),
+			sql.Named("created_at", sqlrow.Nanos(k.CreatedAt)),
 		)
 		return err
 	})
@@ -57,7 +58,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 
 // APIKey returns a key by ID in any tenant, revoked or not.
 func (s *Store) APIKey(ctx context.Context, id string) (store.APIKey, error) {
-	k, err := scanAPIKey(s.read.QueryRowContext(ctx, apiKeyGetSQL, sql.Named("id", id)))
+	k, err := sqlrow.APIKey(s.read.QueryRowContext(ctx, apiKeyGetSQL, sql.Named("id", id)), new(roleList))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.APIKey{}, fmt.Errorf("get api key %s: %w", id, store.ErrNotFound)
 	}
@@ -74,15 +75,8 @@ func (s *Store) APIKeys(ctx context.Context, tenant string) ([]store.APIKey, err
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
 	defer rows.Close()
-	var ks []store.APIKey
-	for rows.Next() {
-		k, err := scanAPIKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list api keys: %w", err)
-		}
-		ks = append(ks, k)
-	}
-	if err := rows.Err(); err != nil {
+	ks, err := sqlrow.All(rows, func(row sqlrow.Scanner) (store.APIKey, error) { return sqlrow.APIKey(row, new(roleList)) })
+	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
 	return ks, nil
@@ -95,7 +89,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, tenant, id string, now time.Ti
 		res, err := tx.ExecContext(ctx, apiKeyRevokeSQL,
 			sql.Named("id", id),
 			sql.Named("tenant", tenant),
-			sql.Named("now", nanos(now)),
+			sql.Named("now", sqlrow.Nanos(now)),
 		)
 		if err != nil {
 			return err
@@ -119,8 +113,8 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 			sql.Named("token_hash", sess.TokenHash),
 			sql.Named("key_id", sess.KeyID),
 			sql.Named("tenant", sess.Tenant),
-			sql.Named("created_at", nanos(sess.CreatedAt)),
-			sql.Named("expires_at", nanos(sess.ExpiresAt)),
+			sql.Named("created_at", sqlrow.Nanos(sess.CreatedAt)),
+			sql.Named("expires_at", sqlrow.Nanos(sess.ExpiresAt)),
 		)
 		return err
 	})
@@ -133,21 +127,16 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 // Session returns a session that has not expired at now and whose key is
 // not revoked.
 func (s *Store) Session(ctx context.Context, tokenHash string, now time.Time) (store.Session, error) {
-	var (
-		sess             store.Session
-		created, expires int64
-	)
-	err := s.read.QueryRowContext(ctx, sessionGetSQL,
+	sess, err := sqlrow.Session(s.read.QueryRowContext(ctx, sessionGetSQL,
 		sql.Named("token_hash", tokenHash),
-		sql.Named("now", nanos(now)),
-	).Scan(&sess.TokenHash, &sess.KeyID, &sess.Tenant, &created, &expires)
+		sql.Named("now", sqlrow.Nanos(now)),
+	))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("get session: %w", store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Session{}, fmt.Errorf("get session: %w", err)
 	}
-	sess.CreatedAt, sess.ExpiresAt = fromNanos(created), fromNanos(expires)
 	return sess, nil
 }
 
@@ -168,7 +157,7 @@ func (s *Store) EndSession(ctx context.Context, tokenHash string) error {
 func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	var n int64
 	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
-		res, err := tx.ExecContext(ctx, sessionDeleteExpiredSQL, sql.Named("now", nanos(now)))
+		res, err := tx.ExecContext(ctx, sessionDeleteExpiredSQL, sql.Named("now", sqlrow.Nanos(now)))
 		if err != nil {
 			return err
 		}
@@ -193,36 +182,23 @@ func mustFind(res sql.Result) error {
 	return nil
 }
 
-// Roles are stored comma-separated; no role has a comma in its name.
+// roleList reads an API key's roles, which SQLite stores comma-separated
+// (no role has a comma in its name); none is nil.
+type roleList string
+
+func (l *roleList) Dest() any { return (*string)(l) }
+
+func (l *roleList) Strings() ([]string, error) {
+	if *l == "" {
+		return nil, nil
+	}
+	return strings.Split(string(*l), ","), nil
+}
+
 func joinRoles(rs []store.Role) string {
 	ss := make([]string, len(rs))
 	for i, r := range rs {
 		ss[i] = string(r)
 	}
 	return strings.Join(ss, ",")
-}
-
-func splitRoles(s string) []store.Role {
-	if s == "" {
-		return nil
-	}
-	var rs []store.Role
-	for r := range strings.SplitSeq(s, ",") {
-		rs = append(rs, store.Role(r))
-	}
-	return rs
-}
-
-func scanAPIKey(row scanner) (store.APIKey, error) {
-	var (
-		k                store.APIKey
-		roles            string
-		created, revoked int64
-	)
-	if err := row.Scan(&k.ID, &k.Tenant, &k.Name, &roles, &k.SecretHash, &created, &revoked); err != nil {
-		return store.APIKey{}, err
-	}
-	k.Roles = splitRoles(roles)
-	k.CreatedAt, k.RevokedAt = fromNanos(created), fromNanos(revoked)
-	return k, nil
 }

@@ -10,6 +10,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -45,8 +46,8 @@ func insertApprovals(ctx context.Context, tx *writeTx, runID string, now time.Ti
 			sql.Named("policy_version", a.PolicyVersion),
 			sql.Named("binding", a.Binding),
 			sql.Named("self_approval", a.SelfApproval),
-			sql.Named("expires_at", nanos(a.ExpiresAt)),
-			sql.Named("now", nanos(now)),
+			sql.Named("expires_at", sqlrow.Nanos(a.ExpiresAt)),
+			sql.Named("now", sqlrow.Nanos(now)),
 		); err != nil {
 			return fmt.Errorf("approval for %s: %w", a.Tool, err)
 		}
@@ -74,15 +75,8 @@ func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]s
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
 	defer rows.Close()
-	var as []store.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list approvals: %w", err)
-		}
-		as = append(as, a)
-	}
-	if err := rows.Err(); err != nil {
+	as, err := sqlrow.All(rows, sqlrow.Approval)
+	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
 	return as, nil
@@ -90,7 +84,7 @@ func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]s
 
 // GetApproval returns an approval of a tenant ("" for any).
 func (s *Store) GetApproval(ctx context.Context, tenant, id string) (store.Approval, error) {
-	a, err := scanApproval(s.read.QueryRowContext(ctx, approvalGetSQL, sql.Named("id", id), sql.Named("tenant", tenant)))
+	a, err := sqlrow.Approval(s.read.QueryRowContext(ctx, approvalGetSQL, sql.Named("id", id), sql.Named("tenant", tenant)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Approval{}, fmt.Errorf("get approval %s: %w", id, store.ErrNotFound)
 	}
@@ -105,7 +99,7 @@ func (s *Store) GetApproval(ctx context.Context, tenant, id string) (store.Appro
 func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store.Approval, error) {
 	var decided store.Approval
 	err := s.writer.do(ctx, eventBytes(p.Events)+int64(len(p.EditedArgs)), func(ctx context.Context, tx *writeTx) error {
-		cur, err := scanApproval(tx.QueryRowContext(ctx, approvalGetSQL, sql.Named("id", p.ID), sql.Named("tenant", p.Tenant)))
+		cur, err := sqlrow.Approval(tx.QueryRowContext(ctx, approvalGetSQL, sql.Named("id", p.ID), sql.Named("tenant", p.Tenant)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -134,7 +128,7 @@ func decide(ctx context.Context, tx *writeTx, p store.DecideParams) (store.Appro
 	if p.EditedArgs != nil {
 		edited = []byte(p.EditedArgs)
 	}
-	a, err := scanApproval(tx.QueryRowContext(ctx, approvalDecideSQL,
+	a, err := sqlrow.Approval(tx.QueryRowContext(ctx, approvalDecideSQL,
 		sql.Named("id", p.ID),
 		sql.Named("binding", p.Binding),
 		sql.Named("status", string(p.Status)),
@@ -142,7 +136,7 @@ func decide(ctx context.Context, tx *writeTx, p store.DecideParams) (store.Appro
 		sql.Named("edited_hash", p.EditedHash),
 		sql.Named("by", p.By),
 		sql.Named("note", p.Note),
-		sql.Named("now", nanos(p.Now)),
+		sql.Named("now", sqlrow.Nanos(p.Now)),
 	))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Approval{}, store.ErrDecided
@@ -150,7 +144,7 @@ func decide(ctx context.Context, tx *writeTx, p store.DecideParams) (store.Appro
 	if err != nil {
 		return store.Approval{}, err
 	}
-	if _, err := tx.ExecContext(ctx, runWakeDecidedSQL, sql.Named("run_id", a.RunID), sql.Named("now", nanos(p.Now))); err != nil {
+	if _, err := tx.ExecContext(ctx, runWakeDecidedSQL, sql.Named("run_id", a.RunID), sql.Named("now", sqlrow.Nanos(p.Now))); err != nil {
 		return store.Approval{}, err
 	}
 	return a, insertEvents(ctx, tx, a.RunID, p.Events)
@@ -162,20 +156,12 @@ func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsP
 	var expired []store.ExpiredApproval
 	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
 		expired = nil // a batch may run twice
-		rows, err := tx.QueryContext(ctx, approvalDueSQL, sql.Named("now", nanos(p.Now)))
+		rows, err := tx.QueryContext(ctx, approvalDueSQL, sql.Named("now", sqlrow.Nanos(p.Now)))
 		if err != nil {
 			return err
 		}
-		var due []store.Approval
-		for rows.Next() {
-			a, err := scanApproval(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			due = append(due, a)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		due, err := sqlrow.All(rows, sqlrow.Approval)
+		if err := errors.Join(err, rows.Close()); err != nil {
 			return err
 		}
 		for _, a := range due {
@@ -201,19 +187,4 @@ func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsP
 func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
 	expired, err := s.ExpireDueApprovals(ctx, store.ExpireApprovalsParams{Now: now})
 	return len(expired), err
-}
-
-func scanApproval(row scanner) (store.Approval, error) {
-	var (
-		a                           store.Approval
-		expires, created, decidedAt int64
-	)
-	err := row.Scan(&a.ID, &a.Tenant, &a.RunID, &a.Step, &a.ToolUseID, &a.Tool, (*[]byte)(&a.Args), &a.ArgsHash,
-		&a.Reason, &a.Category, &a.Summary, &a.PolicyVersion, &a.Binding, &a.SelfApproval, (*string)(&a.Status),
-		&expires, &created, (*[]byte)(&a.EditedArgs), &a.EditedHash, &a.DecidedBy, &decidedAt, &a.Note)
-	if err != nil {
-		return store.Approval{}, err
-	}
-	a.ExpiresAt, a.CreatedAt, a.DecidedAt = fromNanos(expires), fromNanos(created), fromNanos(decidedAt)
-	return a, nil
 }

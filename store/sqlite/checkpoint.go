@@ -8,6 +8,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -44,13 +45,13 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 			sql.Named("cost_nano_usd", u.CostNanoUSD),
 			sql.Named("plan", []byte(u.Plan)),
 			sql.Named("guard", []byte(u.Guard)),
-			sql.Named("resume_after", nanos(u.ResumeAfter)),
+			sql.Named("resume_after", sqlrow.Nanos(u.ResumeAfter)),
 			sql.Named("stop_reason", u.StopReason),
 			sql.Named("stop_detail", u.StopDetail),
 			sql.Named("final", u.Final),
 			sql.Named("escalation", []byte(u.Escalation)),
-			sql.Named("lease_expires", nanos(u.LeaseExpires)),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("lease_expires", sqlrow.Nanos(u.LeaseExpires)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		)
 		if err != nil {
 			return err

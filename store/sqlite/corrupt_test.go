@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 	"github.com/belayrun/belay/store/sqlite/sqlitetest"
 )
 
@@ -180,7 +181,7 @@ func TestDamageFailsTheWholeBatch(t *testing.T) {
 	setSwitch := func(tenant string) *request {
 		return &request{ctx: ctx, fn: func(ctx context.Context, tx *writeTx) error {
 			_, err := tx.ExecContext(ctx, killSwitchSetSQL, sql.Named("tenant", tenant), sql.Named("engaged", true),
-				sql.Named("reason", "test"), sql.Named("now", nanos(t0)))
+				sql.Named("reason", "test"), sql.Named("now", sqlrow.Nanos(t0)))
 			return err
 		}}
 	}
@@ -188,7 +189,7 @@ func TestDamageFailsTheWholeBatch(t *testing.T) {
 		_, err := tx.ExecContext(ctx, runInsertSQL,
 			sql.Named("id", "new"), sql.Named("tenant", "t"), sql.Named("user", ""),
 			sql.Named("client_request_id", ""), sql.Named("agent", "a"), sql.Named("agent_version", ""),
-			sql.Named("input", ""), sql.Named("dry_run", false), sql.Named("requested_by", ""), sql.Named("budget", nil), sql.Named("sensitive", []byte("{}")), sql.Named("now", nanos(t0)))
+			sql.Named("input", ""), sql.Named("dry_run", false), sql.Named("requested_by", ""), sql.Named("budget", nil), sql.Named("sensitive", []byte("{}")), sql.Named("now", sqlrow.Nanos(t0)))
 		return err
 	}}
 	lost := &request{ctx: ctx, fn: func(ctx context.Context, tx *writeTx) error { return store.ErrLeaseLost }}

@@ -10,6 +10,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -52,13 +53,13 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 		if err := fenceCall(ctx, tx, p.Fence, p.LeaseExpires); err != nil {
 			return err
 		}
-		cur, err := scanEffect(tx.QueryRowContext(ctx, effectGetSQL,
+		cur, err := sqlrow.Effect(tx.QueryRowContext(ctx, effectGetSQL,
 			sql.Named("tenant", in.Tenant),
 			sql.Named("key", in.Key),
 		))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			effect, err = scanEffect(tx.QueryRowContext(ctx, effectInsertSQL,
+			effect, err = sqlrow.Effect(tx.QueryRowContext(ctx, effectInsertSQL,
 				sql.Named("tenant", in.Tenant),
 				sql.Named("key", in.Key),
 				sql.Named("run_id", p.Fence.RunID),
@@ -68,21 +69,21 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 				sql.Named("result", []byte(in.Result)),
 				sql.Named("step", in.Step),
 				sql.Named("epoch", p.Fence.Epoch),
-				sql.Named("in_flight_until", nanos(in.InFlightUntil)),
-				sql.Named("now", nanos(p.Now)),
+				sql.Named("in_flight_until", sqlrow.Nanos(in.InFlightUntil)),
+				sql.Named("now", sqlrow.Nanos(p.Now)),
 			))
 		case err != nil:
 			return err
 		case cur.ArgsHash != in.ArgsHash:
 			return fmt.Errorf("key %q: %w", in.Key, store.ErrEffectConflict)
 		case cur.State == store.EffectFailed:
-			effect, err = scanEffect(tx.QueryRowContext(ctx, effectRestartSQL,
+			effect, err = sqlrow.Effect(tx.QueryRowContext(ctx, effectRestartSQL,
 				sql.Named("tenant", in.Tenant),
 				sql.Named("key", in.Key),
 				sql.Named("step", in.Step),
 				sql.Named("epoch", p.Fence.Epoch),
-				sql.Named("in_flight_until", nanos(in.InFlightUntil)),
-				sql.Named("now", nanos(p.Now)),
+				sql.Named("in_flight_until", sqlrow.Nanos(in.InFlightUntil)),
+				sql.Named("now", sqlrow.Nanos(p.Now)),
 			))
 		default:
 			effect, existed = cur, true
@@ -107,12 +108,12 @@ func (s *Store) StartAttempt(ctx context.Context, p store.StartAttemptParams) (s
 			return err
 		}
 		var err error
-		effect, err = scanEffect(tx.QueryRowContext(ctx, effectAttemptSQL,
+		effect, err = sqlrow.Effect(tx.QueryRowContext(ctx, effectAttemptSQL,
 			sql.Named("tenant", p.Tenant),
 			sql.Named("key", p.Key),
 			sql.Named("epoch", p.Fence.Epoch),
-			sql.Named("in_flight_until", nanos(p.InFlightUntil)),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("in_flight_until", sqlrow.Nanos(p.InFlightUntil)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("no unsettled intent: %w", store.ErrNotFound)
@@ -137,7 +138,7 @@ func (s *Store) EndCalls(ctx context.Context, p store.EndCallsParams) error {
 		}
 		for _, key := range p.Keys {
 			if _, err := tx.ExecContext(ctx, effectEndCallSQL,
-				sql.Named("tenant", p.Tenant), sql.Named("key", key), sql.Named("now", nanos(p.Now))); err != nil {
+				sql.Named("tenant", p.Tenant), sql.Named("key", key), sql.Named("now", sqlrow.Nanos(p.Now))); err != nil {
 				return err
 			}
 		}
@@ -157,7 +158,7 @@ func fenceCall(ctx context.Context, tx *writeTx, f store.Fence, expires time.Tim
 			sql.Named("id", f.RunID),
 			sql.Named("owner", f.Owner),
 			sql.Named("epoch", f.Epoch),
-			sql.Named("expires", nanos(expires)),
+			sql.Named("expires", sqlrow.Nanos(expires)),
 		)
 		if err != nil {
 			return err
@@ -190,15 +191,8 @@ func (s *Store) Effects(ctx context.Context, tenant, runID string) ([]store.Effe
 		return nil, fmt.Errorf("effects of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var es []store.Effect
-	for rows.Next() {
-		e, err := scanEffect(rows)
-		if err != nil {
-			return nil, fmt.Errorf("effects of run %s: %w", runID, err)
-		}
-		es = append(es, e)
-	}
-	if err := rows.Err(); err != nil {
+	es, err := sqlrow.All(rows, sqlrow.Effect)
+	if err != nil {
 		return nil, fmt.Errorf("effects of run %s: %w", runID, err)
 	}
 	return es, nil
@@ -213,7 +207,7 @@ func settleEffects(ctx context.Context, tx *writeTx, now time.Time, us []store.E
 			sql.Named("key", u.Key),
 			sql.Named("state", string(u.State)),
 			sql.Named("result", []byte(u.Result)),
-			sql.Named("now", nanos(now)),
+			sql.Named("now", sqlrow.Nanos(now)),
 		)
 		if err != nil {
 			return fmt.Errorf("settle effect %s: %w", u.Key, err)
@@ -227,24 +221,4 @@ func settleEffects(ctx context.Context, tx *writeTx, now time.Time, us []store.E
 		}
 	}
 	return nil
-}
-
-// scanEffect reads the columns every effect query selects, in their order.
-func scanEffect(row scanner) (store.Effect, error) {
-	var (
-		e                     store.Effect
-		inFlight, created, up int64
-	)
-	err := row.Scan(
-		&e.Tenant, &e.Key, &e.RunID, &e.Tool, &e.ArgsHash, (*[]byte)(&e.Args),
-		(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts,
-		&e.Epoch, &inFlight, &created, &up,
-	)
-	if err != nil {
-		return store.Effect{}, err
-	}
-	e.InFlightUntil = fromNanos(inFlight)
-	e.CreatedAt = fromNanos(created)
-	e.UpdatedAt = fromNanos(up)
-	return e, nil
 }

@@ -8,6 +8,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 //go:embed query/customer_effects.sql
@@ -29,27 +30,8 @@ func (s *Store) CustomerEffects(ctx context.Context, p store.CustomerEffectsPara
 		return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)
 	}
 	defer rows.Close()
-	var es []store.CustomerEffect
-	for rows.Next() {
-		var (
-			e                     store.CustomerEffect
-			inFlight, created, up int64
-			sensitive             []byte
-		)
-		err := rows.Scan(
-			&e.Tenant, &e.Key, &e.RunID, &e.Tool, &e.ArgsHash, (*[]byte)(&e.Args),
-			(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts, &e.Epoch, &inFlight, &created, &up, &e.Agent, &sensitive,
-		)
-		if err != nil {
-			return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)
-		}
-		e.InFlightUntil, e.CreatedAt, e.UpdatedAt = fromNanos(inFlight), fromNanos(created), fromNanos(up)
-		if e.Sensitive, err = decodeSensitive(sensitive); err != nil {
-			return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)
-		}
-		es = append(es, e)
-	}
-	if err := rows.Err(); err != nil {
+	es, err := sqlrow.All(rows, sqlrow.CustomerEffect)
+	if err != nil {
 		return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)
 	}
 	return es, nil

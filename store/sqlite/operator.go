@@ -11,6 +11,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -38,7 +39,7 @@ func insertOutbox(ctx context.Context, tx *writeTx, runID string, now time.Time,
 			sql.Named("run_id", runID),
 			sql.Named("kind", m.Kind),
 			sql.Named("payload", []byte(m.Payload)),
-			sql.Named("now", nanos(now)),
+			sql.Named("now", sqlrow.Nanos(now)),
 		); err != nil {
 			return fmt.Errorf("outbox %s: %w", m.Kind, err)
 		}
@@ -53,19 +54,8 @@ func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage
 		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var out []store.OutboxMessage
-	for rows.Next() {
-		var (
-			m                  store.OutboxMessage
-			created, delivered int64
-		)
-		if err := rows.Scan(&m.ID, &m.Tenant, &m.RunID, &m.Kind, (*[]byte)(&m.Payload), &created, &delivered, &m.Attempts); err != nil {
-			return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
-		}
-		m.CreatedAt, m.DeliveredAt = fromNanos(created), fromNanos(delivered)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlrow.All(rows, sqlrow.Outbox)
+	if err != nil {
 		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
 	}
 	return out, nil
@@ -75,7 +65,7 @@ func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage
 func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.Run, error) {
 	var run store.Run
 	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
-		cur, err := scanRun(tx.QueryRowContext(ctx, runGetSQL, sql.Named("id", p.RunID), sql.Named("tenant", p.Tenant)))
+		cur, err := sqlrow.Run(tx.QueryRowContext(ctx, runGetSQL, sql.Named("id", p.RunID), sql.Named("tenant", p.Tenant)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -89,13 +79,13 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 		if p.Budget != nil {
 			budget = []byte(p.Budget)
 		}
-		run, err = scanRun(tx.QueryRowContext(ctx, runResumeSQL,
+		run, err = sqlrow.Run(tx.QueryRowContext(ctx, runResumeSQL,
 			sql.Named("id", p.RunID),
 			sql.Named("tenant", p.Tenant),
 			sql.Named("budget", budget),
 			sql.Named("agent_version", p.AgentVersion),
 			sql.Named("stop_reason", p.StopReason),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: it stopped for %q, not %q", store.ErrWrongStatus, cur.StopReason, p.StopReason)
@@ -124,7 +114,7 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 	}
 	var run store.Run
 	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
-		cur, err := scanRun(tx.QueryRowContext(ctx, runGetSQL, sql.Named("id", p.RunID), sql.Named("tenant", p.Tenant)))
+		cur, err := sqlrow.Run(tx.QueryRowContext(ctx, runGetSQL, sql.Named("id", p.RunID), sql.Named("tenant", p.Tenant)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -134,10 +124,10 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 		if cur.Status.Terminal() {
 			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, cur.Status)
 		}
-		run, err = scanRun(tx.QueryRowContext(ctx, runCancelSQL,
+		run, err = sqlrow.Run(tx.QueryRowContext(ctx, runCancelSQL,
 			sql.Named("id", p.RunID),
 			sql.Named("stop_detail", detail),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if err != nil {
 			return err
@@ -146,7 +136,7 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 			sql.Named("run_id", p.RunID),
 			sql.Named("by", p.By),
 			sql.Named("note", p.Note),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		); err != nil {
 			return err
 		}
@@ -169,7 +159,7 @@ func (s *Store) SetKillSwitch(ctx context.Context, p store.KillSwitchParams) err
 			sql.Named("tenant", p.Tenant),
 			sql.Named("engaged", p.Engaged),
 			sql.Named("reason", p.Reason),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		); err != nil {
 			return err
 		}
@@ -179,7 +169,7 @@ func (s *Store) SetKillSwitch(ctx context.Context, p store.KillSwitchParams) err
 		_, err := tx.ExecContext(ctx, runRequeueStoppedSQL,
 			sql.Named("tenant", p.Tenant),
 			sql.Named("stop_reason", p.ResumeReason),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		)
 		return err
 	})

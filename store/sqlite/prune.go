@@ -9,6 +9,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -33,7 +34,7 @@ func (s *Store) PruneRuns(ctx context.Context, p store.PruneRunsParams) (int, er
 			id  string
 			ref int64
 		}
-		rows, err := tx.QueryContext(ctx, runPruneListSQL, sql.Named("before", nanos(p.Before)), sql.Named("limit", p.Limit))
+		rows, err := tx.QueryContext(ctx, runPruneListSQL, sql.Named("before", sqlrow.Nanos(p.Before)), sql.Named("limit", p.Limit))
 		if err != nil {
 			return err
 		}

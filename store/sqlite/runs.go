@@ -11,6 +11,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -41,7 +42,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 	if p.ID == "" {
 		return store.Run{}, false, errors.New("create run: empty id")
 	}
-	sensitive, err := encodeSensitive(p.Sensitive)
+	sensitive, err := sqlrow.EncodeSensitive(p.Sensitive)
 	if err != nil {
 		return store.Run{}, false, fmt.Errorf("create run %s: %w", p.ID, err)
 	}
@@ -51,7 +52,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 	)
 	err = s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
 		if p.ClientRequestID != "" {
-			r, err := scanRun(tx.QueryRowContext(ctx, runGetByRequestSQL,
+			r, err := sqlrow.Run(tx.QueryRowContext(ctx, runGetByRequestSQL,
 				sql.Named("tenant", p.Tenant),
 				sql.Named("user", p.User),
 				sql.Named("client_request_id", p.ClientRequestID),
@@ -64,7 +65,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 				return err
 			}
 		}
-		r, err := scanRun(tx.QueryRowContext(ctx, runInsertSQL,
+		r, err := sqlrow.Run(tx.QueryRowContext(ctx, runInsertSQL,
 			sql.Named("id", p.ID),
 			sql.Named("tenant", p.Tenant),
 			sql.Named("user", p.User),
@@ -76,7 +77,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 			sql.Named("requested_by", p.RequestedBy),
 			sql.Named("budget", []byte(p.Budget)),
 			sql.Named("sensitive", sensitive),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if err != nil {
 			return err
@@ -96,7 +97,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 // GetRun returns a run of a tenant. An empty tenant matches any, for
 // operator tools.
 func (s *Store) GetRun(ctx context.Context, tenant, id string) (store.Run, error) {
-	r, err := scanRun(s.read.QueryRowContext(ctx, runGetSQL,
+	r, err := sqlrow.Run(s.read.QueryRowContext(ctx, runGetSQL,
 		sql.Named("id", id),
 		sql.Named("tenant", tenant),
 	))
@@ -124,14 +125,15 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 		sql.Named("status", string(p.Status)),
 		sql.Named("agent", p.Agent),
 		sql.Named("user", p.User),
-		sql.Named("since", nanos(p.Since)),
+		sql.Named("since", sqlrow.Nanos(p.Since)),
 		sql.Named("after", p.After),
 		sql.Named("limit", limit),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	runs, err := scanRuns(rows)
+	defer rows.Close()
+	runs, err := sqlrow.All(rows, sqlrow.Run)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -154,7 +156,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 	var runs []store.Run
 	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
 		rows, err := tx.QueryContext(ctx, runDueSQL,
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 			sql.Named("limit", p.Limit),
 			sql.Named("agents", agents),
 		)
@@ -175,11 +177,11 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 		}
 		runs = make([]store.Run, 0, len(ids))
 		for _, id := range ids {
-			r, err := scanRun(tx.QueryRowContext(ctx, runClaimSQL,
+			r, err := sqlrow.Run(tx.QueryRowContext(ctx, runClaimSQL,
 				sql.Named("id", id),
 				sql.Named("owner", p.Owner),
-				sql.Named("expires", nanos(p.Now.Add(p.TTL))),
-				sql.Named("now", nanos(p.Now)),
+				sql.Named("expires", sqlrow.Nanos(p.Now.Add(p.TTL))),
+				sql.Named("now", sqlrow.Nanos(p.Now)),
 			))
 			if err != nil {
 				return err
@@ -198,12 +200,12 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 func (s *Store) TakeOver(ctx context.Context, p store.TakeOverParams) (store.Run, error) {
 	var run store.Run
 	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
-		r, err := scanRun(tx.QueryRowContext(ctx, runTakeOverSQL,
+		r, err := sqlrow.Run(tx.QueryRowContext(ctx, runTakeOverSQL,
 			sql.Named("id", p.RunID),
 			sql.Named("epoch", p.Epoch),
 			sql.Named("owner", p.Owner),
-			sql.Named("expires", nanos(p.Now.Add(p.TTL))),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("expires", sqlrow.Nanos(p.Now.Add(p.TTL))),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrLeaseLost
@@ -224,7 +226,7 @@ func (s *Store) RenewLease(ctx context.Context, f store.Fence, expires time.Time
 			sql.Named("id", f.RunID),
 			sql.Named("owner", f.Owner),
 			sql.Named("epoch", f.Epoch),
-			sql.Named("expires", nanos(expires)),
+			sql.Named("expires", sqlrow.Nanos(expires)),
 		)
 		if err != nil {
 			return err
@@ -247,72 +249,4 @@ func mustAffect(res sql.Result) error {
 		return store.ErrLeaseLost
 	}
 	return nil
-}
-
-type scanner interface {
-	Scan(dest ...any) error
-}
-
-// scanRun reads the columns every run query selects, in their order.
-func scanRun(row scanner) (store.Run, error) {
-	var (
-		r                                      store.Run
-		leaseExpires, resumeAfter, created, up int64
-		sensitive                              []byte
-	)
-	err := row.Scan(
-		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun, &r.RequestedBy,
-		(*string)(&r.Status), &r.Step, &r.Messages,
-		&r.InputTokens, &r.OutputTokens, &r.ModelCalls, &r.CostNanoUSD,
-		(*[]byte)(&r.Plan), (*[]byte)(&r.Guard),
-		&r.LeaseOwner, &leaseExpires, &r.LeaseEpoch, &resumeAfter,
-		&r.StopReason, &r.StopDetail, &r.Final, (*[]byte)(&r.Budget), (*[]byte)(&r.Escalation), &created, &up,
-		&sensitive,
-	)
-	if err != nil {
-		return store.Run{}, err
-	}
-	if r.Sensitive, err = decodeSensitive(sensitive); err != nil {
-		return store.Run{}, err
-	}
-	r.LeaseExpires = fromNanos(leaseExpires)
-	r.ResumeAfter = fromNanos(resumeAfter)
-	r.CreatedAt = fromNanos(created)
-	r.UpdatedAt = fromNanos(up)
-	return r, nil
-}
-
-func scanRuns(rows *sql.Rows) ([]store.Run, error) {
-	defer rows.Close()
-	var runs []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, rows.Err()
-}
-
-// encodeSensitive is the sensitive column of a new run: {} when no tool
-// has a secret, so that only runs created before the column have none.
-func encodeSensitive(m map[string]store.SensitiveArgs) ([]byte, error) {
-	if m == nil {
-		return []byte("{}"), nil
-	}
-	return json.Marshal(m)
-}
-
-// decodeSensitive reads the sensitive column: NULL, for a run created
-// before it, is nil.
-func decodeSensitive(b []byte) (map[string]store.SensitiveArgs, error) {
-	if b == nil {
-		return nil, nil
-	}
-	m := map[string]store.SensitiveArgs{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("sensitive fields: %w", err)
-	}
-	return m, nil
 }

@@ -262,17 +262,3 @@ func fileURI(path string, q url.Values) string {
 	u := url.URL{Scheme: "file", Path: path, OmitHost: true, RawQuery: q.Encode()}
 	return u.String()
 }
-
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}

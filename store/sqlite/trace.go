@@ -13,6 +13,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -33,19 +34,8 @@ func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, er
 		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var ms []store.Message
-	for rows.Next() {
-		var (
-			m       store.Message
-			created int64
-		)
-		if err := rows.Scan(&m.RunID, &m.Seq, &m.Step, &m.Role, &m.Content, &created); err != nil {
-			return nil, fmt.Errorf("messages of run %s: %w", runID, err)
-		}
-		m.CreatedAt = fromNanos(created)
-		ms = append(ms, m)
-	}
-	if err := rows.Err(); err != nil {
+	ms, err := sqlrow.All(rows, sqlrow.Message)
+	if err != nil {
 		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
 	}
 	return ms, nil
@@ -58,19 +48,8 @@ func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error)
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var es []store.Event
-	for rows.Next() {
-		var (
-			e  store.Event
-			ts int64
-		)
-		if err := rows.Scan(&e.Seq, &e.RunID, &e.Step, &e.Type, &ts, (*[]byte)(&e.Data)); err != nil {
-			return nil, fmt.Errorf("events of run %s: %w", runID, err)
-		}
-		e.Time = fromNanos(ts)
-		es = append(es, e)
-	}
-	if err := rows.Err(); err != nil {
+	es, err := sqlrow.All(rows, sqlrow.Event)
+	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
 	return es, nil
@@ -87,7 +66,7 @@ func insertMessages(ctx context.Context, tx *writeTx, runID string, ms []store.M
 			if content == nil {
 				content = []byte{}
 			}
-			args = append(args, runID, m.Seq, m.Step, m.Role, content, nanos(m.CreatedAt))
+			args = append(args, runID, m.Seq, m.Step, m.Role, content, sqlrow.Nanos(m.CreatedAt))
 		}
 		_, err := tx.ExecContext(ctx, messageInserts[len(chunk)-1], args...)
 		first, last := chunk[0].Seq, chunk[len(chunk)-1].Seq
@@ -107,7 +86,7 @@ func insertEvents(ctx context.Context, tx *writeTx, runID string, es []store.Eve
 	for chunk := range slices.Chunk(es, rowsPerInsert) {
 		args := make([]any, 0, 5*len(chunk))
 		for _, e := range chunk {
-			args = append(args, runID, e.Step, e.Type, nanos(e.Time), []byte(e.Data))
+			args = append(args, runID, e.Step, e.Type, sqlrow.Nanos(e.Time), []byte(e.Data))
 		}
 		if _, err := tx.ExecContext(ctx, eventInserts[len(chunk)-1], args...); err != nil {
 			return fmt.Errorf("append events %s to %s: %w", chunk[0].Type, chunk[len(chunk)-1].Type, err)

@@ -11,6 +11,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -60,7 +61,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 			sql.Named("url", w.URL),
 			sql.Named("secret", w.Secret),
 			sql.Named("kinds", string(b)),
-			sql.Named("created_at", nanos(w.CreatedAt)),
+			sql.Named("created_at", sqlrow.Nanos(w.CreatedAt)),
 		)
 		return err
 	})
@@ -78,26 +79,8 @@ func (s *Store) Webhooks(ctx context.Context, tenant string) ([]store.Webhook, e
 		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
 	defer rows.Close()
-	var ws []store.Webhook
-	for rows.Next() {
-		var (
-			w                 store.Webhook
-			kinds             []byte
-			created, disabled int64
-		)
-		if err := rows.Scan(&w.ID, &w.Tenant, &w.URL, &w.Secret, &kinds, &created, &disabled); err != nil {
-			return nil, fmt.Errorf("list webhooks: %w", err)
-		}
-		if err := json.Unmarshal(kinds, &w.Kinds); err != nil {
-			return nil, fmt.Errorf("list webhooks: kinds of %s: %w", w.ID, err)
-		}
-		if len(w.Kinds) == 0 {
-			w.Kinds = nil
-		}
-		w.CreatedAt, w.DisabledAt = fromNanos(created), fromNanos(disabled)
-		ws = append(ws, w)
-	}
-	if err := rows.Err(); err != nil {
+	ws, err := sqlrow.All(rows, func(row sqlrow.Scanner) (store.Webhook, error) { return sqlrow.Webhook(row, new(kindList)) })
+	if err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
 	return ws, nil
@@ -110,7 +93,7 @@ func (s *Store) DisableWebhook(ctx context.Context, tenant, id string, now time.
 		res, err := tx.ExecContext(ctx, webhookDisableSQL,
 			sql.Named("id", id),
 			sql.Named("tenant", tenant),
-			sql.Named("now", nanos(now)),
+			sql.Named("now", sqlrow.Nanos(now)),
 		)
 		if err != nil {
 			return err
@@ -137,7 +120,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimDeliveriesPara
 	// Nothing to do is the common case: a read finds it out without taking
 	// a turn of the writer, which the runs' checkpoints share.
 	var work bool
-	if err := s.read.QueryRowContext(ctx, deliveryAnySQL, sql.Named("now", nanos(p.Now))).Scan(&work); err != nil {
+	if err := s.read.QueryRowContext(ctx, deliveryAnySQL, sql.Named("now", sqlrow.Nanos(p.Now))).Scan(&work); err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	if !work {
@@ -148,39 +131,32 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimDeliveriesPara
 		ds = nil // a batch may run twice
 		if _, err := tx.ExecContext(ctx, deliveryFanOutSQL,
 			sql.Named("batch", fanOutBatch),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		); err != nil {
 			return fmt.Errorf("fan out: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, outboxDispatchSQL,
 			sql.Named("batch", fanOutBatch),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		); err != nil {
 			return fmt.Errorf("fan out: %w", err)
 		}
 		rows, err := tx.QueryContext(ctx, deliveryDueSQL,
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 			sql.Named("limit", p.Limit),
 		)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			d, err := scanDelivery(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			ds = append(ds, d)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		ds, err = sqlrow.All(rows, sqlrow.Delivery)
+		if err := errors.Join(err, rows.Close()); err != nil {
 			return err
 		}
 		for i := range ds {
 			if err := tx.QueryRowContext(ctx, deliveryLeaseSQL,
 				sql.Named("id", ds[i].ID),
 				sql.Named("owner", p.Owner),
-				sql.Named("expires", nanos(p.Now.Add(p.TTL))),
+				sql.Named("expires", sqlrow.Nanos(p.Now.Add(p.TTL))),
 			).Scan(&ds[i].Attempts); err != nil {
 				return err
 			}
@@ -206,9 +182,9 @@ func (s *Store) SettleDelivery(ctx context.Context, p store.SettleDeliveryParams
 			sql.Named("id", p.ID),
 			sql.Named("owner", p.Owner),
 			sql.Named("state", string(p.State)),
-			sql.Named("next_attempt_at", nanos(p.NextAttemptAt)),
+			sql.Named("next_attempt_at", sqlrow.Nanos(p.NextAttemptAt)),
 			sql.Named("error", p.Error),
-			sql.Named("now", nanos(p.Now)),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
 		)
 		return err
 	})
@@ -235,33 +211,26 @@ func (s *Store) Deliveries(ctx context.Context, p store.ListDeliveriesParams) ([
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	defer rows.Close()
-	var ds []store.Delivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list deliveries: %w", err)
-		}
-		ds = append(ds, d)
-	}
-	if err := rows.Err(); err != nil {
+	ds, err := sqlrow.All(rows, sqlrow.Delivery)
+	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	return ds, nil
 }
 
-// scanDelivery reads the columns every delivery query selects, in their
-// order: the delivery joined with its message's payload and its webhook's
-// URL and secret.
-func scanDelivery(row scanner) (store.Delivery, error) {
-	var (
-		d                        store.Delivery
-		next, created, delivered int64
-	)
-	err := row.Scan(&d.ID, &d.Tenant, &d.WebhookID, &d.OutboxID, &d.RunID, &d.Kind, (*[]byte)(&d.Payload),
-		&d.URL, &d.Secret, (*string)(&d.State), &d.Attempts, &next, &d.LastError, &created, &delivered)
-	if err != nil {
-		return store.Delivery{}, err
+// kindList reads a webhook's kinds, which SQLite stores as a JSON array;
+// none is nil.
+type kindList []byte
+
+func (l *kindList) Dest() any { return (*[]byte)(l) }
+
+func (l *kindList) Strings() ([]string, error) {
+	var kinds []string
+	if err := json.Unmarshal(*l, &kinds); err != nil {
+		return nil, err
 	}
-	d.NextAttemptAt, d.CreatedAt, d.DeliveredAt = fromNanos(next), fromNanos(created), fromNanos(delivered)
-	return d, nil
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	return kinds, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var t0 = time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
@@ -195,7 +196,7 @@ func TestBatchFails(t *testing.T) {
 			_, err := tx.ExecContext(ctx, runInsertSQL,
 				sql.Named("id", id), sql.Named("tenant", "t"), sql.Named("user", ""),
 				sql.Named("client_request_id", ""), sql.Named("agent", "a"), sql.Named("agent_version", ""),
-				sql.Named("input", ""), sql.Named("dry_run", false), sql.Named("requested_by", ""), sql.Named("budget", nil), sql.Named("sensitive", nil), sql.Named("now", nanos(t0)))
+				sql.Named("input", ""), sql.Named("dry_run", false), sql.Named("requested_by", ""), sql.Named("budget", nil), sql.Named("sensitive", nil), sql.Named("now", sqlrow.Nanos(t0)))
 			return err
 		}}
 	}
