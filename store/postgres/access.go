@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -52,8 +53,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 		"name":        k.Name,
 		"roles":       roles,
 		"secret_hash": k.SecretHash,
-		"created_at":  nanos(k.CreatedAt),
-		"revoked_at":  nanos(k.RevokedAt),
+		"created_at":  sqlrow.Nanos(k.CreatedAt),
+		"revoked_at":  sqlrow.Nanos(k.RevokedAt),
 	})
 	if err := s.send(ctx, b); err != nil {
 		return fmt.Errorf("create api key %s: %w", k.ID, err)
@@ -64,7 +65,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 // APIKey returns a key by id in any tenant, as the owner: the server looks
 // it up before it knows the tenant.
 func (s *Store) APIKey(ctx context.Context, id string) (store.APIKey, error) {
-	k, err := scanAPIKey(s.pool.QueryRow(ctx, apiKeyGetSQL, namedArgs{"id": id}))
+	k, err := sqlrow.APIKey(s.pool.QueryRow(ctx, apiKeyGetSQL, namedArgs{"id": id}), new(textArray))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}
@@ -80,7 +81,7 @@ func (s *Store) APIKeys(ctx context.Context, tenant string) ([]store.APIKey, err
 	var ks []store.APIKey
 	b := s.batch(tenant)
 	b.Queue(apiKeyListSQL, namedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) (err error) {
-		ks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.APIKey, error) { return scanAPIKey(row) })
+		ks, err = sqlrow.All(rows, func(row sqlrow.Scanner) (store.APIKey, error) { return sqlrow.APIKey(row, new(textArray)) })
 		return err
 	})
 	if err := s.send(ctx, b); err != nil {
@@ -93,7 +94,7 @@ func (s *Store) APIKeys(ctx context.Context, tenant string) ([]store.APIKey, err
 // one implicit transaction.
 func (s *Store) RevokeAPIKey(ctx context.Context, tenant, id string, now time.Time) error {
 	b := s.batch(tenant)
-	b.Queue(apiKeyRevokeSQL, namedArgs{"id": id, "tenant": tenant, "now": nanos(now)})
+	b.Queue(apiKeyRevokeSQL, namedArgs{"id": id, "tenant": tenant, "now": sqlrow.Nanos(now)})
 	b.Queue(sessionEndKeySQL, namedArgs{"key_id": id})
 	if err := s.send(ctx, b); err != nil {
 		return fmt.Errorf("revoke api key %s: %w", id, err)
@@ -109,8 +110,8 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 		"token_hash": sess.TokenHash,
 		"tenant":     sess.Tenant,
 		"key_id":     sess.KeyID,
-		"created_at": nanos(sess.CreatedAt),
-		"expires_at": nanos(sess.ExpiresAt),
+		"created_at": sqlrow.Nanos(sess.CreatedAt),
+		"expires_at": sqlrow.Nanos(sess.ExpiresAt),
 	})
 	if err := s.send(ctx, b); err != nil {
 		return fmt.Errorf("create session: %w", err)
@@ -121,12 +122,7 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 // Session returns a live session by token hash, as the owner: the token is
 // all the server knows when it looks it up.
 func (s *Store) Session(ctx context.Context, tokenHash string, now time.Time) (store.Session, error) {
-	var (
-		sess             store.Session
-		created, expires int64
-	)
-	err := s.pool.QueryRow(ctx, sessionGetSQL, namedArgs{"token_hash": tokenHash, "now": nanos(now)}).
-		Scan(&sess.TokenHash, &sess.KeyID, &sess.Tenant, &created, &expires)
+	sess, err := sqlrow.Session(s.pool.QueryRow(ctx, sessionGetSQL, namedArgs{"token_hash": tokenHash, "now": sqlrow.Nanos(now)}))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}
@@ -134,7 +130,6 @@ func (s *Store) Session(ctx context.Context, tokenHash string, now time.Time) (s
 		// The hash stays out of the message: it stands for a credential.
 		return store.Session{}, fmt.Errorf("session: %w", err)
 	}
-	sess.CreatedAt, sess.ExpiresAt = fromNanos(created), fromNanos(expires)
 	return sess, nil
 }
 
@@ -153,7 +148,7 @@ func (s *Store) EndSession(ctx context.Context, tokenHash string) error {
 // expired at now, as the owner: the application role never deletes.
 func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, sessionDeleteExpiredSQL, namedArgs{"now": nanos(now)}).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, sessionDeleteExpiredSQL, namedArgs{"now": sqlrow.Nanos(now)}).Scan(&n); err != nil {
 		return 0, fmt.Errorf("delete expired sessions: %w", err)
 	}
 	return n, nil
@@ -183,16 +178,16 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 			"id":          p.RunID,
 			"tenant":      p.Tenant,
 			"stop_detail": detail,
-			"now":         nanos(p.Now),
+			"now":         sqlrow.Nanos(p.Now),
 		}).QueryRow(func(row pgx.Row) (err error) {
-			run, err = scanRun(row)
+			run, err = sqlrow.Run(row)
 			return err
 		})
 		b.Queue(approvalRejectRunSQL, namedArgs{
 			"run_id": p.RunID,
 			"by":     p.By,
 			"note":   p.Note,
-			"now":    nanos(p.Now),
+			"now":    sqlrow.Nanos(p.Now),
 		})
 		queueEvents(b, p.RunID, p.Events)
 		queueOutbox(b, p.RunID, p.Now, p.Outbox)
@@ -204,20 +199,9 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 	return run, nil
 }
 
-// scanAPIKey reads the columns every key query selects, in their order.
-func scanAPIKey(row pgx.Row) (store.APIKey, error) {
-	var (
-		k                store.APIKey
-		roles            []string
-		created, revoked int64
-	)
-	if err := row.Scan(&k.ID, &k.Tenant, &k.Name, &roles, &k.SecretHash, &created, &revoked); err != nil {
-		return store.APIKey{}, err
-	}
-	k.Roles = make([]store.Role, len(roles))
-	for i, r := range roles {
-		k.Roles[i] = store.Role(r)
-	}
-	k.CreatedAt, k.RevokedAt = fromNanos(created), fromNanos(revoked)
-	return k, nil
-}
+// textArray reads a column of text[]: an API key's roles, a webhook's kinds.
+type textArray []string
+
+func (a *textArray) Dest() any { return (*[]string)(a) }
+
+func (a *textArray) Strings() ([]string, error) { return *a, nil }

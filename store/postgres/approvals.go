@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -50,8 +51,8 @@ func queueApprovals(b *pgx.Batch, runID string, now time.Time, as []store.Approv
 			"policy_version": a.PolicyVersion,
 			"binding":        a.Binding,
 			"self_approval":  a.SelfApproval,
-			"expires_at":     nanos(a.ExpiresAt),
-			"now":            nanos(now),
+			"expires_at":     sqlrow.Nanos(a.ExpiresAt),
+			"now":            sqlrow.Nanos(now),
 		})
 	}
 }
@@ -70,15 +71,9 @@ func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]s
 		"run_id": p.RunID,
 		"status": string(p.Status),
 		"limit":  limit,
-	}).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			a, err := scanApproval(rows)
-			if err != nil {
-				return err
-			}
-			as = append(as, a)
-		}
-		return rows.Err()
+	}).Query(func(rows pgx.Rows) (err error) {
+		as, err = sqlrow.All(rows, sqlrow.Approval)
+		return err
 	})
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
@@ -91,7 +86,7 @@ func (s *Store) GetApproval(ctx context.Context, tenant, id string) (store.Appro
 	var a store.Approval
 	b := s.batch(tenant)
 	b.Queue(approvalGetSQL, namedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) (err error) {
-		a, err = scanApproval(row)
+		a, err = sqlrow.Approval(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -113,7 +108,7 @@ func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store
 	b := s.txBatch(p.Tenant)
 	b.Queue(approvalLockRunSQL, key)
 	b.Queue(approvalGetSQL, key).QueryRow(func(row pgx.Row) (err error) {
-		cur, err = scanApproval(row)
+		cur, err = sqlrow.Approval(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -130,7 +125,7 @@ func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store
 		}
 		b := &pgx.Batch{}
 		queueDecide(b, p, &decided)
-		b.Queue(runWakeDecidedSQL, namedArgs{"run_id": cur.RunID, "now": nanos(p.Now)})
+		b.Queue(runWakeDecidedSQL, namedArgs{"run_id": cur.RunID, "now": sqlrow.Nanos(p.Now)})
 		queueEvents(b, cur.RunID, p.Events)
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -151,9 +146,9 @@ func queueDecide(b *pgx.Batch, p store.DecideParams, decided *store.Approval) {
 		"edited_hash": p.EditedHash,
 		"by":          p.By,
 		"note":        p.Note,
-		"now":         nanos(p.Now),
+		"now":         sqlrow.Nanos(p.Now),
 	}).QueryRow(func(row pgx.Row) (err error) {
-		*decided, err = scanApproval(row)
+		*decided, err = sqlrow.Approval(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrDecided
 		}
@@ -167,7 +162,7 @@ func queueDecide(b *pgx.Batch, p store.DecideParams, decided *store.Approval) {
 func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsParams) ([]store.ExpiredApproval, error) {
 	var dueIDs []string
 	b := s.txBatch("")
-	b.Queue(approvalDueSQL, namedArgs{"now": nanos(p.Now)}).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(approvalDueSQL, namedArgs{"now": sqlrow.Nanos(p.Now)}).Query(func(rows pgx.Rows) (err error) {
 		dueIDs, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
@@ -182,7 +177,8 @@ func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsP
 		if err != nil {
 			return err
 		}
-		due, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Approval, error) { return scanApproval(row) })
+		due, err := sqlrow.All(rows, sqlrow.Approval)
+		rows.Close()
 		if err != nil {
 			return err
 		}
@@ -192,7 +188,7 @@ func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsP
 			d := store.ExpiryDecision(a, p.Now)
 			queueDecide(b, d, &decided[i].Approval)
 			decided[i].Events = d.Events
-			b.Queue(runWakeDecidedSQL, namedArgs{"run_id": a.RunID, "now": nanos(p.Now)})
+			b.Queue(runWakeDecidedSQL, namedArgs{"run_id": a.RunID, "now": sqlrow.Nanos(p.Now)})
 			queueEvents(b, a.RunID, d.Events)
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -214,21 +210,4 @@ func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsP
 func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) (int, error) {
 	expired, err := s.ExpireDueApprovals(ctx, store.ExpireApprovalsParams{Now: now})
 	return len(expired), err
-}
-
-// scanApproval reads the columns every approval query selects, in their
-// order.
-func scanApproval(row pgx.Row) (store.Approval, error) {
-	var (
-		a                           store.Approval
-		expires, created, decidedAt int64
-	)
-	err := row.Scan(&a.ID, &a.Tenant, &a.RunID, &a.Step, &a.ToolUseID, &a.Tool, (*[]byte)(&a.Args), &a.ArgsHash,
-		&a.Reason, &a.Category, &a.Summary, &a.PolicyVersion, &a.Binding, &a.SelfApproval, (*string)(&a.Status),
-		&expires, &created, (*[]byte)(&a.EditedArgs), &a.EditedHash, &a.DecidedBy, &decidedAt, &a.Note)
-	if err != nil {
-		return store.Approval{}, err
-	}
-	a.ExpiresAt, a.CreatedAt, a.DecidedAt = fromNanos(expires), fromNanos(created), fromNanos(decidedAt)
-	return a, nil
 }

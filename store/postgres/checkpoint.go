@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -65,12 +66,12 @@ func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams) err
 		"stop_detail":   u.StopDetail,
 		"final":         u.Final,
 		"escalation":    []byte(u.Escalation),
-		"now":           nanos(p.Now),
+		"now":           sqlrow.Nanos(p.Now),
 	}
 	if !u.KeepLease {
 		args["status"] = string(u.Status)
-		args["resume_after"] = nanos(u.ResumeAfter)
-		args["lease_expires"] = nanos(u.LeaseExpires)
+		args["resume_after"] = sqlrow.Nanos(u.ResumeAfter)
+		args["lease_expires"] = sqlrow.Nanos(u.LeaseExpires)
 	}
 	b := &pgx.Batch{}
 	b.Queue(query, args)

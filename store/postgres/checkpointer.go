@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 //go:embed query/run_checkpoint_group.sql
@@ -337,13 +338,13 @@ func (a *groupArrays) add(ord int64, p *store.CheckpointParams) {
 	a.cost = append(a.cost, u.CostNanoUSD)
 	a.plan = append(a.plan, u.Plan)
 	a.guard = append(a.guard, u.Guard)
-	a.resumeAfter = append(a.resumeAfter, nanos(u.ResumeAfter))
+	a.resumeAfter = append(a.resumeAfter, sqlrow.Nanos(u.ResumeAfter))
 	a.stopReason = append(a.stopReason, u.StopReason)
 	a.stopDetail = append(a.stopDetail, u.StopDetail)
 	a.final = append(a.final, u.Final)
 	a.escalation = append(a.escalation, u.Escalation)
-	a.expires = append(a.expires, nanos(u.LeaseExpires))
-	a.now = append(a.now, nanos(p.Now))
+	a.expires = append(a.expires, sqlrow.Nanos(u.LeaseExpires))
+	a.now = append(a.now, sqlrow.Nanos(p.Now))
 	a.wake = append(a.wake, wakes(*u))
 	for _, m := range p.Messages {
 		content := m.Content
@@ -355,13 +356,13 @@ func (a *groupArrays) add(ord int64, p *store.CheckpointParams) {
 		a.msgStep = append(a.msgStep, m.Step)
 		a.msgRole = append(a.msgRole, m.Role)
 		a.msgContent = append(a.msgContent, content)
-		a.msgCreated = append(a.msgCreated, nanos(m.CreatedAt))
+		a.msgCreated = append(a.msgCreated, sqlrow.Nanos(m.CreatedAt))
 	}
 	for _, e := range p.Events {
 		a.evReq = append(a.evReq, ord)
 		a.evStep = append(a.evStep, e.Step)
 		a.evType = append(a.evType, e.Type)
-		a.evTS = append(a.evTS, nanos(e.Time))
+		a.evTS = append(a.evTS, sqlrow.Nanos(e.Time))
 		a.evData = append(a.evData, e.Data)
 	}
 	for _, e := range p.Effects {
@@ -385,7 +386,7 @@ func (a *groupArrays) add(ord int64, p *store.CheckpointParams) {
 		a.apPolicy = append(a.apPolicy, ap.PolicyVersion)
 		a.apBinding = append(a.apBinding, ap.Binding)
 		a.apSelf = append(a.apSelf, ap.SelfApproval)
-		a.apExpires = append(a.apExpires, nanos(ap.ExpiresAt))
+		a.apExpires = append(a.apExpires, sqlrow.Nanos(ap.ExpiresAt))
 	}
 	for _, o := range p.Outbox {
 		a.obReq = append(a.obReq, ord)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -62,10 +63,10 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 		"result":          []byte(in.Result),
 		"step":            in.Step,
 		"epoch":           p.Fence.Epoch,
-		"in_flight_until": nanos(in.InFlightUntil),
-		"now":             nanos(p.Now),
+		"in_flight_until": sqlrow.Nanos(in.InFlightUntil),
+		"now":             sqlrow.Nanos(p.Now),
 	}).QueryRow(func(row pgx.Row) error {
-		e, err := scanEffect(row)
+		e, err := sqlrow.Effect(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -92,16 +93,16 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 func beginExisting(ctx context.Context, tx pgx.Tx, p store.BeginEffectParams) (store.Effect, bool, error) {
 	in := p.Effect
 	key := namedArgs{"tenant": in.Tenant, "key": in.Key}
-	cur, err := scanEffect(tx.QueryRow(ctx, effectLockSQL, key))
+	cur, err := sqlrow.Effect(tx.QueryRow(ctx, effectLockSQL, key))
 	switch {
 	case err != nil:
 		return store.Effect{}, false, err
 	case cur.ArgsHash != in.ArgsHash:
 		return store.Effect{}, false, fmt.Errorf("key %q: %w", in.Key, store.ErrEffectConflict)
 	case cur.State == store.EffectFailed:
-		e, err := scanEffect(tx.QueryRow(ctx, effectRestartSQL, namedArgs{
+		e, err := sqlrow.Effect(tx.QueryRow(ctx, effectRestartSQL, namedArgs{
 			"tenant": in.Tenant, "key": in.Key, "step": in.Step, "epoch": p.Fence.Epoch,
-			"in_flight_until": nanos(in.InFlightUntil), "now": nanos(p.Now),
+			"in_flight_until": sqlrow.Nanos(in.InFlightUntil), "now": sqlrow.Nanos(p.Now),
 		}))
 		return e, false, err
 	default:
@@ -117,9 +118,9 @@ func (s *Store) StartAttempt(ctx context.Context, p store.StartAttemptParams) (s
 	queueFence(b, p.Fence, p.LeaseExpires)
 	b.Queue(effectAttemptSQL, namedArgs{
 		"tenant": p.Tenant, "key": p.Key, "epoch": p.Fence.Epoch,
-		"in_flight_until": nanos(p.InFlightUntil), "now": nanos(p.Now),
+		"in_flight_until": sqlrow.Nanos(p.InFlightUntil), "now": sqlrow.Nanos(p.Now),
 	}).QueryRow(func(row pgx.Row) error {
-		e, err := scanEffect(row)
+		e, err := sqlrow.Effect(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("no unsettled intent: %w", store.ErrNotFound)
 		}
@@ -141,7 +142,7 @@ func (s *Store) EndCalls(ctx context.Context, p store.EndCallsParams) error {
 	b := s.txBatch(p.Tenant)
 	queueFence(b, p.Fence, time.Time{})
 	for _, key := range p.Keys {
-		b.Queue(effectEndCallSQL, namedArgs{"tenant": p.Tenant, "key": key, "now": nanos(p.Now)})
+		b.Queue(effectEndCallSQL, namedArgs{"tenant": p.Tenant, "key": key, "now": sqlrow.Nanos(p.Now)})
 	}
 	if err := s.inTx(ctx, b, nil); err != nil {
 		return fmt.Errorf("end calls of run %s: %w", p.Fence.RunID, err)
@@ -156,7 +157,7 @@ func queueFence(b *pgx.Batch, f store.Fence, expires time.Time) {
 		b.Queue(runFenceShareSQL, namedArgs{"id": f.RunID, "owner": f.Owner, "epoch": f.Epoch})
 		return
 	}
-	b.Queue(runFenceRenewSQL, namedArgs{"id": f.RunID, "owner": f.Owner, "epoch": f.Epoch, "expires": nanos(expires)})
+	b.Queue(runFenceRenewSQL, namedArgs{"id": f.RunID, "owner": f.Owner, "epoch": f.Epoch, "expires": sqlrow.Nanos(expires)})
 }
 
 // appendEvents writes events in the transaction, if there are any.
@@ -174,15 +175,9 @@ func (s *Store) appendEvents(ctx context.Context, tx pgx.Tx, runID string, event
 func (s *Store) Effects(ctx context.Context, tenant, runID string) ([]store.Effect, error) {
 	var es []store.Effect
 	b := s.batch(tenant)
-	b.Queue(effectListSQL, namedArgs{"tenant": tenant, "run_id": runID}).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			e, err := scanEffect(rows)
-			if err != nil {
-				return err
-			}
-			es = append(es, e)
-		}
-		return rows.Err()
+	b.Queue(effectListSQL, namedArgs{"tenant": tenant, "run_id": runID}).Query(func(rows pgx.Rows) (err error) {
+		es, err = sqlrow.All(rows, sqlrow.Effect)
+		return err
 	})
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("effects of run %s: %w", runID, err)
@@ -199,27 +194,7 @@ func queueSettles(b *pgx.Batch, now time.Time, us []store.EffectUpdate) {
 			"key":    u.Key,
 			"state":  string(u.State),
 			"result": []byte(u.Result),
-			"now":    nanos(now),
+			"now":    sqlrow.Nanos(now),
 		})
 	}
-}
-
-// scanEffect reads the columns every effect query selects, in their order.
-func scanEffect(row pgx.Row) (store.Effect, error) {
-	var (
-		e                     store.Effect
-		inFlight, created, up int64
-	)
-	err := row.Scan(
-		&e.Tenant, &e.Key, &e.RunID, &e.Tool, &e.ArgsHash, (*[]byte)(&e.Args),
-		(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts,
-		&e.Epoch, &inFlight, &created, &up,
-	)
-	if err != nil {
-		return store.Effect{}, err
-	}
-	e.InFlightUntil = fromNanos(inFlight)
-	e.CreatedAt = fromNanos(created)
-	e.UpdatedAt = fromNanos(up)
-	return e, nil
 }

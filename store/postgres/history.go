@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 //go:embed query/customer_effects.sql
@@ -29,27 +30,9 @@ func (s *Store) CustomerEffects(ctx context.Context, p store.CustomerEffectsPara
 		"user":       p.User,
 		"except_run": p.ExceptRun,
 		"limit":      p.Limit,
-	}).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var (
-				e                     store.CustomerEffect
-				inFlight, created, up int64
-				sensitive             []byte
-			)
-			err := rows.Scan(
-				&e.Tenant, &e.Key, &e.RunID, &e.Tool, &e.ArgsHash, (*[]byte)(&e.Args),
-				(*string)(&e.State), (*[]byte)(&e.Result), &e.Step, &e.Attempts, &e.Epoch, &inFlight, &created, &up, &e.Agent, &sensitive,
-			)
-			if err != nil {
-				return err
-			}
-			e.InFlightUntil, e.CreatedAt, e.UpdatedAt = fromNanos(inFlight), fromNanos(created), fromNanos(up)
-			if e.Sensitive, err = decodeSensitive(sensitive); err != nil {
-				return err
-			}
-			es = append(es, e)
-		}
-		return rows.Err()
+	}).Query(func(rows pgx.Rows) (err error) {
+		es, err = sqlrow.All(rows, sqlrow.CustomerEffect)
+		return err
 	})
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)

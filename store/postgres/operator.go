@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -37,7 +38,7 @@ func queueOutbox(b *pgx.Batch, runID string, now time.Time, msgs []store.OutboxM
 			"run_id":  runID,
 			"kind":    m.Kind,
 			"payload": []byte(m.Payload),
-			"now":     nanos(now),
+			"now":     sqlrow.Nanos(now),
 		})
 	}
 }
@@ -49,19 +50,8 @@ func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage
 		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var out []store.OutboxMessage
-	for rows.Next() {
-		var (
-			m                  store.OutboxMessage
-			created, delivered int64
-		)
-		if err := rows.Scan(&m.ID, &m.Tenant, &m.RunID, &m.Kind, (*[]byte)(&m.Payload), &created, &delivered, &m.Attempts); err != nil {
-			return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
-		}
-		m.CreatedAt, m.DeliveredAt = fromNanos(created), fromNanos(delivered)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlrow.All(rows, sqlrow.Outbox)
+	if err != nil {
 		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
 	}
 	return out, nil
@@ -87,9 +77,9 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 			"budget":        []byte(p.Budget),
 			"agent_version": p.AgentVersion,
 			"stop_reason":   p.StopReason,
-			"now":           nanos(p.Now),
+			"now":           sqlrow.Nanos(p.Now),
 		}).QueryRow(func(row pgx.Row) (err error) {
-			run, err = scanRun(row)
+			run, err = sqlrow.Run(row)
 			if errors.Is(err, pgx.ErrNoRows) {
 				// The run is locked and exists: only its stop reason differs.
 				return fmt.Errorf("%w: it did not stop for %q", store.ErrWrongStatus, p.StopReason)
@@ -128,13 +118,13 @@ func (s *Store) SetKillSwitch(ctx context.Context, p store.KillSwitchParams) err
 		"tenant":  p.Tenant,
 		"engaged": p.Engaged,
 		"reason":  p.Reason,
-		"now":     nanos(p.Now),
+		"now":     sqlrow.Nanos(p.Now),
 	})
 	if !p.Engaged && p.ResumeReason != "" {
 		b.Queue(runRequeueStoppedSQL, namedArgs{
 			"tenant":      p.Tenant,
 			"stop_reason": p.ResumeReason,
-			"now":         nanos(p.Now),
+			"now":         sqlrow.Nanos(p.Now),
 		})
 	}
 	if err := s.send(ctx, b); err != nil {

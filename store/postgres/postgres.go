@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	_ "embed"
 
@@ -230,20 +229,4 @@ func storeError(err error) error {
 		}
 	}
 	return err
-}
-
-// Times are stored as unix nanoseconds, 0 for the zero time.
-
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }

@@ -7,6 +7,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 //go:embed query/run_prune.sql
@@ -20,7 +21,7 @@ func (s *Store) PruneRuns(ctx context.Context, p store.PruneRunsParams) (int, er
 		return 0, nil
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, runPruneSQL, namedArgs{"before": nanos(p.Before), "limit": p.Limit}).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, runPruneSQL, namedArgs{"before": sqlrow.Nanos(p.Before), "limit": p.Limit}).Scan(&n); err != nil {
 		return 0, fmt.Errorf("prune runs: %w", err)
 	}
 	return n, nil

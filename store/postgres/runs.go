@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -44,7 +44,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 	if p.ID == "" {
 		return store.Run{}, false, errors.New("create run: empty id")
 	}
-	sensitive, err := encodeSensitive(p.Sensitive)
+	sensitive, err := sqlrow.EncodeSensitive(p.Sensitive)
 	if err != nil {
 		return store.Run{}, false, fmt.Errorf("create run %s: %w", p.ID, err)
 	}
@@ -65,9 +65,9 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		"requested_by":      p.RequestedBy,
 		"budget":            []byte(p.Budget),
 		"sensitive":         sensitive,
-		"now":               nanos(p.Now),
+		"now":               sqlrow.Nanos(p.Now),
 	}).QueryRow(func(row pgx.Row) error {
-		r, err := scanRun(row)
+		r, err := sqlrow.Run(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -77,7 +77,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
 		if !created {
 			// The insert met a run of the same request, committed by now.
-			r, err := scanRun(tx.QueryRow(ctx, runGetByRequestSQL, namedArgs{
+			r, err := sqlrow.Run(tx.QueryRow(ctx, runGetByRequestSQL, namedArgs{
 				"tenant":            p.Tenant,
 				"user":              p.User,
 				"client_request_id": p.ClientRequestID,
@@ -102,7 +102,7 @@ func (s *Store) GetRun(ctx context.Context, tenant, id string) (store.Run, error
 	var run store.Run
 	b := s.batch(tenant)
 	b.Queue(runGetSQL, namedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) error {
-		r, err := scanRun(row)
+		r, err := sqlrow.Run(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -132,11 +132,11 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 		"status": string(p.Status),
 		"agent":  p.Agent,
 		"user":   p.User,
-		"since":  nanos(p.Since),
+		"since":  sqlrow.Nanos(p.Since),
 		"after":  p.After,
 		"limit":  limit,
 	}).Query(func(rows pgx.Rows) (err error) {
-		runs, err = scanRuns(rows)
+		runs, err = sqlrow.All(rows, sqlrow.Run)
 		return err
 	})
 	if err := s.send(ctx, b); err != nil {
@@ -157,12 +157,12 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 	b.Queue(runClaimPlanSQL)
 	b.Queue(runClaimSQL, namedArgs{
 		"owner":   p.Owner,
-		"now":     nanos(p.Now),
-		"expires": nanos(p.Now.Add(p.TTL)),
+		"now":     sqlrow.Nanos(p.Now),
+		"expires": sqlrow.Nanos(p.Now.Add(p.TTL)),
 		"limit":   p.Limit,
 		"agents":  append([]string{}, p.Agents...),
 	}).Query(func(rows pgx.Rows) (err error) {
-		runs, err = scanRuns(rows)
+		runs, err = sqlrow.All(rows, sqlrow.Run)
 		return err
 	})
 	if err := s.send(ctx, b); err != nil {
@@ -173,12 +173,12 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 
 // TakeOver leases a running run to a new owner if it is still at p.Epoch.
 func (s *Store) TakeOver(ctx context.Context, p store.TakeOverParams) (store.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, runTakeOverSQL, namedArgs{
+	r, err := sqlrow.Run(s.pool.QueryRow(ctx, runTakeOverSQL, namedArgs{
 		"id":      p.RunID,
 		"epoch":   p.Epoch,
 		"owner":   p.Owner,
-		"expires": nanos(p.Now.Add(p.TTL)),
-		"now":     nanos(p.Now),
+		"expires": sqlrow.Nanos(p.Now.Add(p.TTL)),
+		"now":     sqlrow.Nanos(p.Now),
 	}))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrLeaseLost
@@ -195,7 +195,7 @@ func (s *Store) RenewLease(ctx context.Context, f store.Fence, expires time.Time
 		"id":      f.RunID,
 		"owner":   f.Owner,
 		"epoch":   f.Epoch,
-		"expires": nanos(expires),
+		"expires": sqlrow.Nanos(expires),
 	})
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrLeaseLost
@@ -204,68 +204,4 @@ func (s *Store) RenewLease(ctx context.Context, f store.Fence, expires time.Time
 		return fmt.Errorf("renew lease of run %s: %w", f.RunID, err)
 	}
 	return nil
-}
-
-// scanRun reads the columns every run query selects, in their order.
-func scanRun(row pgx.Row) (store.Run, error) {
-	var (
-		r                                      store.Run
-		leaseExpires, resumeAfter, created, up int64
-		sensitive                              []byte
-	)
-	err := row.Scan(
-		&r.ID, &r.Tenant, &r.User, &r.ClientRequestID, &r.Agent, &r.AgentVersion, &r.Input, &r.DryRun, &r.RequestedBy,
-		(*string)(&r.Status), &r.Step, &r.Messages,
-		&r.InputTokens, &r.OutputTokens, &r.ModelCalls, &r.CostNanoUSD,
-		(*[]byte)(&r.Plan), (*[]byte)(&r.Guard),
-		&r.LeaseOwner, &leaseExpires, &r.LeaseEpoch, &resumeAfter,
-		&r.StopReason, &r.StopDetail, &r.Final, (*[]byte)(&r.Budget), (*[]byte)(&r.Escalation), &created, &up,
-		&sensitive,
-	)
-	if err != nil {
-		return store.Run{}, err
-	}
-	if r.Sensitive, err = decodeSensitive(sensitive); err != nil {
-		return store.Run{}, err
-	}
-	r.LeaseExpires = fromNanos(leaseExpires)
-	r.ResumeAfter = fromNanos(resumeAfter)
-	r.CreatedAt = fromNanos(created)
-	r.UpdatedAt = fromNanos(up)
-	return r, nil
-}
-
-func scanRuns(rows pgx.Rows) ([]store.Run, error) {
-	defer rows.Close()
-	var runs []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, rows.Err()
-}
-
-// encodeSensitive is the sensitive column of a new run: {} when no tool
-// has a secret, so that only runs created before the column have none.
-func encodeSensitive(m map[string]store.SensitiveArgs) ([]byte, error) {
-	if m == nil {
-		return []byte("{}"), nil
-	}
-	return json.Marshal(m)
-}
-
-// decodeSensitive reads the sensitive column: NULL, for a run created
-// before it, is nil.
-func decodeSensitive(b []byte) (map[string]store.SensitiveArgs, error) {
-	if b == nil {
-		return nil, nil
-	}
-	m := map[string]store.SensitiveArgs{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("sensitive fields: %w", err)
-	}
-	return m, nil
 }

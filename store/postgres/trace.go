@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -29,19 +30,8 @@ func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, er
 		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var ms []store.Message
-	for rows.Next() {
-		var (
-			m       store.Message
-			created int64
-		)
-		if err := rows.Scan(&m.RunID, &m.Seq, &m.Step, &m.Role, &m.Content, &created); err != nil {
-			return nil, fmt.Errorf("messages of run %s: %w", runID, err)
-		}
-		m.CreatedAt = fromNanos(created)
-		ms = append(ms, m)
-	}
-	if err := rows.Err(); err != nil {
+	ms, err := sqlrow.All(rows, sqlrow.Message)
+	if err != nil {
 		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
 	}
 	return ms, nil
@@ -54,19 +44,8 @@ func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error)
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var es []store.Event
-	for rows.Next() {
-		var (
-			e  store.Event
-			ts int64
-		)
-		if err := rows.Scan(&e.Seq, &e.RunID, &e.Step, &e.Type, &ts, (*[]byte)(&e.Data)); err != nil {
-			return nil, fmt.Errorf("events of run %s: %w", runID, err)
-		}
-		e.Time = fromNanos(ts)
-		es = append(es, e)
-	}
-	if err := rows.Err(); err != nil {
+	es, err := sqlrow.All(rows, sqlrow.Event)
+	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
 	return es, nil
@@ -86,7 +65,7 @@ func queueMessages(b *pgx.Batch, runID string, ms []store.Message) {
 		created = make([]int64, len(ms))
 	)
 	for i, m := range ms {
-		seq[i], step[i], role[i], created[i] = m.Seq, m.Step, m.Role, nanos(m.CreatedAt)
+		seq[i], step[i], role[i], created[i] = m.Seq, m.Step, m.Role, sqlrow.Nanos(m.CreatedAt)
 		content[i] = m.Content
 		if content[i] == nil {
 			content[i] = []byte{}
@@ -115,7 +94,7 @@ func queueEvents(b *pgx.Batch, runID string, es []store.Event) {
 		data = make([][]byte, len(es))
 	)
 	for i, e := range es {
-		step[i], typ[i], ts[i], data[i] = e.Step, e.Type, nanos(e.Time), e.Data
+		step[i], typ[i], ts[i], data[i] = e.Step, e.Type, sqlrow.Nanos(e.Time), e.Data
 	}
 	b.Queue(eventInsertSQL, namedArgs{
 		"run_id": runID,

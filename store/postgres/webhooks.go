@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -45,8 +46,8 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 		"url":         w.URL,
 		"secret":      w.Secret,
 		"kinds":       kinds,
-		"created_at":  nanos(w.CreatedAt),
-		"disabled_at": nanos(w.DisabledAt),
+		"created_at":  sqlrow.Nanos(w.CreatedAt),
+		"disabled_at": sqlrow.Nanos(w.DisabledAt),
 	})
 	if err := s.send(ctx, b); err != nil {
 		return fmt.Errorf("create webhook %s: %w", w.ID, err)
@@ -59,19 +60,9 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 func (s *Store) Webhooks(ctx context.Context, tenant string) ([]store.Webhook, error) {
 	var ws []store.Webhook
 	b := s.batch(tenant)
-	b.Queue(webhookListSQL, namedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var (
-				w                 store.Webhook
-				created, disabled int64
-			)
-			if err := rows.Scan(&w.ID, &w.Tenant, &w.URL, &w.Secret, &w.Kinds, &created, &disabled); err != nil {
-				return err
-			}
-			w.CreatedAt, w.DisabledAt = fromNanos(created), fromNanos(disabled)
-			ws = append(ws, w)
-		}
-		return rows.Err()
+	b.Queue(webhookListSQL, namedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) (err error) {
+		ws, err = sqlrow.All(rows, func(row sqlrow.Scanner) (store.Webhook, error) { return sqlrow.Webhook(row, new(textArray)) })
+		return err
 	})
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", err)
@@ -83,7 +74,7 @@ func (s *Store) Webhooks(ctx context.Context, tenant string) ([]store.Webhook, e
 // as its tenant, in one implicit transaction.
 func (s *Store) DisableWebhook(ctx context.Context, tenant, id string, now time.Time) error {
 	b := s.batch(tenant)
-	b.Queue(webhookDisableSQL, namedArgs{"id": id, "tenant": tenant, "now": nanos(now)})
+	b.Queue(webhookDisableSQL, namedArgs{"id": id, "tenant": tenant, "now": sqlrow.Nanos(now)})
 	b.Queue(deliveryFailWebhookSQL, namedArgs{"webhook_id": id})
 	if err := s.send(ctx, b); err != nil {
 		return fmt.Errorf("disable webhook %s: %w", id, err)
@@ -102,14 +93,14 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimDeliveriesPara
 	}
 	var ds []store.Delivery
 	b := s.batch("")
-	b.Queue(deliveryFanOutSQL, namedArgs{"now": nanos(p.Now)})
+	b.Queue(deliveryFanOutSQL, namedArgs{"now": sqlrow.Nanos(p.Now)})
 	b.Queue(deliveryClaimSQL, namedArgs{
 		"owner":   p.Owner,
-		"now":     nanos(p.Now),
-		"expires": nanos(p.Now.Add(p.TTL)),
+		"now":     sqlrow.Nanos(p.Now),
+		"expires": sqlrow.Nanos(p.Now.Add(p.TTL)),
 		"limit":   p.Limit,
 	}).Query(func(rows pgx.Rows) (err error) {
-		ds, err = scanDeliveries(rows)
+		ds, err = sqlrow.All(rows, sqlrow.Delivery)
 		return err
 	})
 	if err := s.send(ctx, b); err != nil {
@@ -125,9 +116,9 @@ func (s *Store) SettleDelivery(ctx context.Context, p store.SettleDeliveryParams
 		"id":              p.ID,
 		"owner":           p.Owner,
 		"state":           string(p.State),
-		"next_attempt_at": nanos(p.NextAttemptAt),
+		"next_attempt_at": sqlrow.Nanos(p.NextAttemptAt),
 		"error":           p.Error,
-		"now":             nanos(p.Now),
+		"now":             sqlrow.Nanos(p.Now),
 	})
 	if err != nil {
 		return fmt.Errorf("settle delivery %s: %w", p.ID, err)
@@ -150,29 +141,11 @@ func (s *Store) Deliveries(ctx context.Context, p store.ListDeliveriesParams) ([
 		"run_id":     p.RunID,
 		"limit":      limit,
 	}).Query(func(rows pgx.Rows) (err error) {
-		ds, err = scanDeliveries(rows)
+		ds, err = sqlrow.All(rows, sqlrow.Delivery)
 		return err
 	})
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	return ds, nil
-}
-
-// scanDeliveries reads the columns every delivery query selects, in their
-// order.
-func scanDeliveries(rows pgx.Rows) ([]store.Delivery, error) {
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Delivery, error) {
-		var (
-			d                          store.Delivery
-			next, created, deliveredAt int64
-		)
-		err := row.Scan(&d.ID, &d.Tenant, &d.WebhookID, &d.OutboxID, &d.RunID, &d.Kind, (*[]byte)(&d.Payload),
-			&d.URL, &d.Secret, (*string)(&d.State), &d.Attempts, &next, &d.LastError, &created, &deliveredAt)
-		if err != nil {
-			return store.Delivery{}, err
-		}
-		d.NextAttemptAt, d.CreatedAt, d.DeliveredAt = fromNanos(next), fromNanos(created), fromNanos(deliveredAt)
-		return d, nil
-	})
 }
