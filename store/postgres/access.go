@@ -161,23 +161,19 @@ func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, 
 func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.Run, error) {
 	var (
 		run    store.Run
-		status store.Status
+		locked lockedRun
 	)
 	b := s.txBatch(p.Tenant)
-	queueRunLock(b, p.Tenant, p.RunID, &status)
+	queueRunLock(b, p.Tenant, p.RunID, &locked)
 	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
-		if status.Terminal() {
-			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, status)
-		}
-		detail := p.Note
-		if detail == "" {
-			detail = "canceled by " + p.By
+		if err := p.Check(locked.status); err != nil {
+			return err
 		}
 		b := &pgx.Batch{}
 		b.Queue(runCancelSQL, namedArgs{
 			"id":          p.RunID,
 			"tenant":      p.Tenant,
-			"stop_detail": detail,
+			"stop_detail": p.StopDetail(),
 			"now":         sqlrow.Nanos(p.Now),
 		}).QueryRow(func(row pgx.Row) (err error) {
 			run, err = sqlrow.Run(row)

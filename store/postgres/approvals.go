@@ -115,13 +115,8 @@ func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store
 		return err
 	})
 	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
-		switch {
-		case cur.Status != store.ApprovalPending:
-			return fmt.Errorf("%w: it was %s by %s", store.ErrDecided, cur.Status, cur.DecidedBy)
-		case cur.Binding != p.Binding:
-			return store.ErrBindingMismatch
-		case p.Status != store.ApprovalExpired && !cur.ExpiresAt.After(p.Now):
-			return fmt.Errorf("%w: it expired at %s", store.ErrDecided, cur.ExpiresAt.UTC().Format(time.RFC3339))
+		if err := p.Check(cur); err != nil {
+			return err
 		}
 		b := &pgx.Batch{}
 		queueDecide(b, p, &decided)

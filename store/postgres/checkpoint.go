@@ -34,9 +34,8 @@ var (
 // lease, timer and claim order as they are: it changes no indexed column, so
 // PostgreSQL rewrites the row in place without touching its indexes.
 func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error {
-	u := p.Run
-	if u.KeepLease && (u.Status != store.StatusRunning || !u.ResumeAfter.IsZero()) {
-		return fmt.Errorf("checkpoint run %s: KeepLease with status %s", p.Fence.RunID, u.Status)
+	if err := p.Check(); err != nil {
+		return checkpointError(p, err)
 	}
 	return s.checkpoints.do(ctx, p)
 }

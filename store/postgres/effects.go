@@ -94,11 +94,12 @@ func beginExisting(ctx context.Context, tx pgx.Tx, p store.BeginEffectParams) (s
 	in := p.Effect
 	key := namedArgs{"tenant": in.Tenant, "key": in.Key}
 	cur, err := sqlrow.Effect(tx.QueryRow(ctx, effectLockSQL, key))
+	if err == nil {
+		err = p.Check(cur)
+	}
 	switch {
 	case err != nil:
 		return store.Effect{}, false, err
-	case cur.ArgsHash != in.ArgsHash:
-		return store.Effect{}, false, fmt.Errorf("key %q: %w", in.Key, store.ErrEffectConflict)
 	case cur.State == store.EffectFailed:
 		e, err := sqlrow.Effect(tx.QueryRow(ctx, effectRestartSQL, namedArgs{
 			"tenant": in.Tenant, "key": in.Key, "step": in.Step, "epoch": p.Fence.Epoch,
@@ -122,7 +123,7 @@ func (s *Store) StartAttempt(ctx context.Context, p store.StartAttemptParams) (s
 	}).QueryRow(func(row pgx.Row) error {
 		e, err := sqlrow.Effect(row)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("no unsettled intent: %w", store.ErrNotFound)
+			return store.ErrNoIntent
 		}
 		effect = e
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	_ "embed"
@@ -62,13 +61,13 @@ func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage
 func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.Run, error) {
 	var (
 		run    store.Run
-		status store.Status
+		locked lockedRun
 	)
 	b := s.txBatch(p.Tenant)
-	queueRunLock(b, p.Tenant, p.RunID, &status)
+	queueRunLock(b, p.Tenant, p.RunID, &locked)
 	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
-		if !slices.Contains(p.From, status) {
-			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, status)
+		if err := p.Check(locked.status); err != nil {
+			return err
 		}
 		b := &pgx.Batch{}
 		b.Queue(runResumeSQL, namedArgs{
@@ -82,7 +81,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 			run, err = sqlrow.Run(row)
 			if errors.Is(err, pgx.ErrNoRows) {
 				// The run is locked and exists: only its stop reason differs.
-				return fmt.Errorf("%w: it did not stop for %q", store.ErrWrongStatus, p.StopReason)
+				return p.StopReasonMismatch(locked.stopReason)
 			}
 			return err
 		})
@@ -97,11 +96,17 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 	return run, nil
 }
 
+// lockedRun is what queueRunLock reads of the run it locks.
+type lockedRun struct {
+	status     store.Status
+	stopReason string
+}
+
 // queueRunLock locks a run of a tenant ("" for any) until the transaction
-// ends and reads its status into *status, or fails with store.ErrNotFound.
-func queueRunLock(b *pgx.Batch, tenant, id string, status *store.Status) {
+// ends and reads it into *locked, or fails with store.ErrNotFound.
+func queueRunLock(b *pgx.Batch, tenant, id string, locked *lockedRun) {
 	b.Queue(runLockSQL, namedArgs{"id": id, "tenant": tenant}).QueryRow(func(row pgx.Row) error {
-		err := row.Scan((*string)(status))
+		err := row.Scan((*string)(&locked.status), &locked.stopReason)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
 		}

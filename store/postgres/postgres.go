@@ -225,7 +225,7 @@ func storeError(err error) error {
 		return fmt.Errorf("%s: %w", pe.Message, store.ErrNotFound)
 	case "23505": // unique_violation
 		if pe.ConstraintName == "messages_pkey" {
-			return fmt.Errorf("append messages: a sequence number exists, messages are append-only: %w", err)
+			return fmt.Errorf("append messages: %w: %w", store.ErrMessageExists, err)
 		}
 	}
 	return err

@@ -41,8 +41,8 @@ var (
 // (Tenant, User, ClientRequestID) with created false. Its events are written,
 // and idle workers woken, only with a new run. It runs as the run's tenant.
 func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.Run, bool, error) {
-	if p.ID == "" {
-		return store.Run{}, false, errors.New("create run: empty id")
+	if err := p.Check(); err != nil {
+		return store.Run{}, false, fmt.Errorf("create run: %w", err)
 	}
 	sensitive, err := sqlrow.EncodeSensitive(p.Sensitive)
 	if err != nil {

@@ -106,13 +106,8 @@ func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store
 		if err != nil {
 			return err
 		}
-		switch {
-		case cur.Status != store.ApprovalPending:
-			return fmt.Errorf("%w: it was %s by %s", store.ErrDecided, cur.Status, cur.DecidedBy)
-		case cur.Binding != p.Binding:
-			return store.ErrBindingMismatch
-		case p.Status != store.ApprovalExpired && !cur.ExpiresAt.After(p.Now):
-			return fmt.Errorf("%w: it expired at %s", store.ErrDecided, cur.ExpiresAt.UTC().Format(time.RFC3339))
+		if err := p.Check(cur); err != nil {
+			return err
 		}
 		decided, err = decide(ctx, tx, p)
 		return err

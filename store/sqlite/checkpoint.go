@@ -23,8 +23,8 @@ var (
 // events it appends and the effects it settles. If the fence does not match
 // or any part fails, nothing of it is written.
 func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error {
-	if p.Run.KeepLease && (p.Run.Status != store.StatusRunning || !p.Run.ResumeAfter.IsZero()) {
-		return fmt.Errorf("checkpoint run %s: KeepLease with status %s", p.Fence.RunID, p.Run.Status)
+	if err := p.Check(); err != nil {
+		return fmt.Errorf("checkpoint run %s: %w", p.Fence.RunID, err)
 	}
 	query := runCheckpointSQL
 	if p.Run.KeepLease {

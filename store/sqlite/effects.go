@@ -57,6 +57,9 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 			sql.Named("tenant", in.Tenant),
 			sql.Named("key", in.Key),
 		))
+		if err == nil {
+			err = p.Check(cur)
+		}
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			effect, err = sqlrow.Effect(tx.QueryRowContext(ctx, effectInsertSQL,
@@ -74,8 +77,6 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 			))
 		case err != nil:
 			return err
-		case cur.ArgsHash != in.ArgsHash:
-			return fmt.Errorf("key %q: %w", in.Key, store.ErrEffectConflict)
 		case cur.State == store.EffectFailed:
 			effect, err = sqlrow.Effect(tx.QueryRowContext(ctx, effectRestartSQL,
 				sql.Named("tenant", in.Tenant),
@@ -116,7 +117,7 @@ func (s *Store) StartAttempt(ctx context.Context, p store.StartAttemptParams) (s
 			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("no unsettled intent: %w", store.ErrNotFound)
+			return store.ErrNoIntent
 		}
 		if err != nil {
 			return err

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	_ "embed"
@@ -72,8 +71,8 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(p.From, cur.Status) {
-			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, cur.Status)
+		if err := p.Check(cur.Status); err != nil {
+			return err
 		}
 		var budget any
 		if p.Budget != nil {
@@ -88,7 +87,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: it stopped for %q, not %q", store.ErrWrongStatus, cur.StopReason, p.StopReason)
+			return p.StopReasonMismatch(cur.StopReason)
 		}
 		if err != nil {
 			return err
@@ -108,10 +107,6 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 // approvals. The run's lease is released, so the worker holding it finds its
 // next write refused.
 func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.Run, error) {
-	detail := p.Note
-	if detail == "" {
-		detail = "canceled by " + p.By
-	}
 	var run store.Run
 	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
 		cur, err := sqlrow.Run(tx.QueryRowContext(ctx, runGetSQL, sql.Named("id", p.RunID), sql.Named("tenant", p.Tenant)))
@@ -121,12 +116,12 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 		if err != nil {
 			return err
 		}
-		if cur.Status.Terminal() {
-			return fmt.Errorf("%w: it is %s", store.ErrWrongStatus, cur.Status)
+		if err := p.Check(cur.Status); err != nil {
+			return err
 		}
 		run, err = sqlrow.Run(tx.QueryRowContext(ctx, runCancelSQL,
 			sql.Named("id", p.RunID),
-			sql.Named("stop_detail", detail),
+			sql.Named("stop_detail", p.StopDetail()),
 			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if err != nil {

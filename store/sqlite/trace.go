@@ -71,7 +71,7 @@ func insertMessages(ctx context.Context, tx *writeTx, runID string, ms []store.M
 		_, err := tx.ExecContext(ctx, messageInserts[len(chunk)-1], args...)
 		first, last := chunk[0].Seq, chunk[len(chunk)-1].Seq
 		if isPrimaryKeyConflict(err) {
-			return fmt.Errorf("append messages %d to %d: one exists, messages are append-only: %w", first, last, err)
+			return fmt.Errorf("append messages %d to %d: %w: %w", first, last, store.ErrMessageExists, err)
 		}
 		if err != nil {
 			return fmt.Errorf("append messages %d to %d: %w", first, last, err)

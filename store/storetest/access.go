@@ -26,6 +26,7 @@ func RunAccess(t *testing.T, open func(t *testing.T) store.AccessStore) {
 		{"CustomerEffects", testCustomerEffects},
 		{"CancelRun", testCancelRun},
 		{"CancelRunWhileLeased", testCancelRunWhileLeased},
+		{"CancelRunWording", testCancelRunWording},
 		{"Webhooks", testWebhooks},
 		{"DeliveriesFanOutOnce", testDeliveriesFanOutOnce},
 		{"DeliveryRetries", testDeliveryRetries},

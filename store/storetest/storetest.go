@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ExpireDueApprovals", testExpireDueApprovals},
 		{"Counts", testCounts},
 		{"PruneRuns", testPruneRuns},
+		{"Refusals", testRefusals},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

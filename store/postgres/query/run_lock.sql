@@ -1,4 +1,4 @@
-SELECT status
+SELECT status, stop_reason
 FROM runs
 WHERE id = @id AND (@tenant = '' OR tenant = @tenant)
 FOR UPDATE;
