@@ -16,7 +16,11 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-var _ store.AccessStore = (*Store)(nil)
+var (
+	_ store.AccessStore = (*Store)(nil)
+	_ store.Canceler    = (*Store)(nil)
+	_ store.Sizer       = (*Store)(nil)
+)
 
 // Config configures a Store. The zero value is ready to use.
 type Config struct {

@@ -39,8 +39,11 @@ import (
 )
 
 var (
-	_ store.Store         = (*Store)(nil)
-	_ store.HealthChecker = (*Store)(nil)
+	_ store.Store               = (*Store)(nil)
+	_ store.HealthChecker       = (*Store)(nil)
+	_ store.Canceler            = (*Store)(nil)
+	_ store.WriterStatsReporter = (*Store)(nil)
+	_ store.Sizer               = (*Store)(nil)
 )
 
 // migrateWait is how long opening a file waits for another process that
