@@ -338,9 +338,7 @@ func (r *Runtime) Cancel(ctx context.Context, tenant, runID, by, note string) (s
 // intent stays in the run's effects for a person to check. by names who
 // canceled, as "human:<id>".
 func (op *Operator) Cancel(ctx context.Context, tenant, runID, by, note string) (store.Run, error) {
-	cs, ok := op.store.(interface {
-		CancelRun(context.Context, store.CancelRunParams) (store.Run, error)
-	})
+	cs, ok := op.store.(store.Canceler)
 	if !ok {
 		return store.Run{}, ErrCancelUnsupported
 	}

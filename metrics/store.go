@@ -43,7 +43,7 @@ func NewStoreCollector(s store.Store) *StoreCollector {
 		pending: prometheus.NewDesc("belay_approvals_pending", "Approvals waiting for a person.", nil, nil),
 		up:      prometheus.NewDesc("belay_store_up", "1 if the store answered the last scrape.", nil, nil),
 	}
-	if w, ok := s.(interface{ WriterStats() store.WriterStats }); ok {
+	if w, ok := s.(store.WriterStatsReporter); ok {
 		c.writer = w
 		c.commits = prometheus.NewDesc("belay_store_commits_total",
 			"Transactions this process's store writer committed; with group commit, one carries many writes.", nil, nil)

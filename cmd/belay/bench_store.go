@@ -47,7 +47,7 @@ func openBenchStore(ctx context.Context, cfg benchConfig) (store.Store, string, 
 // storeStats reads the store's writer counters; ok is false for a store
 // that keeps none.
 func storeStats(s store.Store) (stats store.WriterStats, ok bool) {
-	if st, ok := s.(interface{ WriterStats() store.WriterStats }); ok {
+	if st, ok := s.(store.WriterStatsReporter); ok {
 		return st.WriterStats(), true
 	}
 	return store.WriterStats{}, false
@@ -56,9 +56,7 @@ func storeStats(s store.Store) (stats store.WriterStats, ok bool) {
 // storeSize returns the bytes the store takes on disk: the SQLite file, or
 // the PostgreSQL schema's tables with their indexes.
 func storeSize(ctx context.Context, s store.Store) (int64, error) {
-	if st, ok := s.(interface {
-		Size(context.Context) (int64, error)
-	}); ok {
+	if st, ok := s.(store.Sizer); ok {
 		return st.Size(ctx)
 	}
 	return 0, nil
