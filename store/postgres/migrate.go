@@ -4,14 +4,11 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/migration"
 )
 
 //go:embed migration/*.up.sql
@@ -34,34 +31,9 @@ var (
 	appRoleSQL string
 )
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in order. Their versions must
-// run 1, 2, 3... without gaps, or the schema version means nothing.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migration/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for i, name := range names {
-		base := path.Base(name)
-		prefix, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v != i+1 {
-			return nil, fmt.Errorf("migration %s: want version %03d", base, i+1)
-		}
-		b, err := migrationFS.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	return ms, nil
+// migrations returns the embedded migrations in order.
+func migrations() ([]migration.File, error) {
+	return migration.Load(migrationFS, "migration/*.up.sql")
 }
 
 // migrate brings the schema to the latest version and checks the
@@ -82,11 +54,11 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		for _, m := range ms[version:] {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("%s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, schemaVersionInsertSQL, namedArgs{"version": m.version, "name": m.name}); err != nil {
-				return fmt.Errorf("%s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, schemaVersionInsertSQL, namedArgs{"version": m.Version, "name": m.Name}); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
 			}
 		}
 		if _, err := tx.Exec(ctx, appRoleSQL); err != nil {

@@ -56,7 +56,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 	var want []int
 	for _, m := range ms {
-		want = append(want, m.version)
+		want = append(want, m.Version)
 	}
 	if !slices.Equal(versions, want) {
 		t.Errorf("versions applied %v, want %v, once each", versions, want)

@@ -9,14 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
-	"strconv"
-	"strings"
 
 	sqlitedriver "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/migration"
 )
 
 // A Belay file is recognised by its application_id ("BLAY"); its schema
@@ -30,34 +28,9 @@ var migrationFS embed.FS
 //go:embed query/schema_inspect.sql
 var schemaInspectSQL string
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in order. Their versions must
-// run 1, 2, 3... without gaps, or the schema version means nothing.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migration/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for i, name := range names {
-		base := path.Base(name)
-		prefix, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v != i+1 {
-			return nil, fmt.Errorf("migration %s: want version %03d", base, i+1)
-		}
-		b, err := migrationFS.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	return ms, nil
+// migrations returns the embedded migrations in order.
+func migrations() ([]migration.File, error) {
+	return migration.Load(migrationFS, "migration/*.up.sql")
 }
 
 type queryRower interface {
@@ -113,7 +86,7 @@ func probe(ctx context.Context, path string, cfg Config, latest int) error {
 // migrate brings the database to the latest schema in one immediate
 // transaction, so that of two processes opening a new file at once one
 // migrates and the other finds it done.
-func migrate(ctx context.Context, db *sql.DB, path string, ms []migration) error {
+func migrate(ctx context.Context, db *sql.DB, path string, ms []migration.File) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return openError(path, err)
@@ -125,15 +98,15 @@ func migrate(ctx context.Context, db *sql.DB, path string, ms []migration) error
 		return err
 	}
 	for _, m := range ms[version:] {
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migrate %s: %s: %w", path, m.name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate %s: %s: %w", path, m.Name, err)
 		}
 		var appID, got, tables int64
 		if err := tx.QueryRowContext(ctx, schemaInspectSQL).Scan(&appID, &got, &tables); err != nil {
-			return fmt.Errorf("migrate %s: %s: %w", path, m.name, err)
+			return fmt.Errorf("migrate %s: %s: %w", path, m.Name, err)
 		}
-		if appID != applicationID || got != int64(m.version) {
-			return fmt.Errorf("migrate %s: %s left application id %#x, schema %d", path, m.name, appID, got)
+		if appID != applicationID || got != int64(m.Version) {
+			return fmt.Errorf("migrate %s: %s left application id %#x, schema %d", path, m.Name, appID, got)
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/migration"
 	"github.com/belayrun/belay/store/storetest"
 )
 
@@ -354,7 +355,7 @@ func TestClosed(t *testing.T) {
 	}
 }
 
-func mustMigrations(t *testing.T) []migration {
+func mustMigrations(t *testing.T) []migration.File {
 	t.Helper()
 	ms, err := migrations()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/migration"
 )
 
 // ErrClosed is returned by writes made after Close.
@@ -73,7 +74,7 @@ type request struct {
 
 // openWriter opens the write connection, migrates the database and starts
 // the writer goroutine.
-func openWriter(ctx context.Context, path string, cfg Config, ms []migration, d *damage) (*writer, error) {
+func openWriter(ctx context.Context, path string, cfg Config, ms []migration.File, d *damage) (*writer, error) {
 	db, err := openWatched(writerDSN(path, cfg), d)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
