@@ -7,6 +7,7 @@ import (
 	_ "embed"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -25,19 +26,11 @@ func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 		return c, fmt.Errorf("count runs: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			status string
-			n      int64
-		)
-		if err := rows.Scan(&status, &n); err != nil {
-			return c, fmt.Errorf("count runs: %w", err)
-		}
-		c.Runs[store.Status(status)] = n
-	}
-	if err := rows.Err(); err != nil {
+	runs, err := sqlrow.StatusCounts(rows)
+	if err != nil {
 		return c, fmt.Errorf("count runs: %w", err)
 	}
+	c.Runs = runs
 	if err := s.pool.QueryRow(ctx, countsApprovalsSQL).Scan(&c.PendingApprovals); err != nil {
 		return c, fmt.Errorf("count approvals: %w", err)
 	}

@@ -149,3 +149,23 @@ func Time(n int64) time.Time {
 	}
 	return time.Unix(0, n).UTC()
 }
+
+// StatusCounts reads the rows of a query of runs counted by status, each a
+// status and its count, into a count per status.
+func StatusCounts(rs Rows) (map[store.Status]int64, error) {
+	counts := map[store.Status]int64{}
+	for rs.Next() {
+		var (
+			status string
+			n      int64
+		)
+		if err := rs.Scan(&status, &n); err != nil {
+			return nil, err
+		}
+		counts[store.Status(status)] = n
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	return counts, nil
+}

@@ -395,3 +395,36 @@ func TestSensitive(t *testing.T) {
 		t.Error("DecodeSensitive read bad JSON")
 	}
 }
+
+// countRows is a result of (status, count) rows.
+type countRows struct {
+	rows [][2]any
+	i    int
+	err  error
+}
+
+func (c *countRows) Next() bool { c.i++; return c.i <= len(c.rows) }
+func (c *countRows) Err() error { return c.err }
+func (c *countRows) Scan(dest ...any) error {
+	if len(dest) != 2 {
+		return fmt.Errorf("%d destinations", len(dest))
+	}
+	r := c.rows[c.i-1]
+	*dest[0].(*string) = r[0].(string)
+	*dest[1].(*int64) = r[1].(int64)
+	return nil
+}
+
+func TestStatusCounts(t *testing.T) {
+	got, err := StatusCounts(&countRows{rows: [][2]any{{"queued", int64(3)}, {"done", int64(7)}}})
+	if err != nil || len(got) != 2 || got[store.StatusQueued] != 3 || got[store.StatusDone] != 7 {
+		t.Errorf("StatusCounts = %v, %v", got, err)
+	}
+	if got, err := StatusCounts(&countRows{}); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("StatusCounts of none = %#v, %v; want an empty map", got, err)
+	}
+	boom := errors.New("boom")
+	if _, err := StatusCounts(&countRows{err: boom}); !errors.Is(err, boom) {
+		t.Errorf("StatusCounts of a failed result: %v", err)
+	}
+}
