@@ -7,35 +7,24 @@ import (
 )
 
 type apiKeyRaw struct {
+	roles            List
 	created, revoked int64
 }
 
-// apiKeyColumns reads the roles column into roles, a List's Dest.
-func apiKeyColumns(k *store.APIKey, x *apiKeyRaw, roles any) []column {
-	return []column{
-		{"id", &k.ID},
-		{"tenant", &k.Tenant},
-		{"name", &k.Name},
-		{"roles", roles},
-		{"secret_hash", &k.SecretHash},
-		{"created_at", &x.created},
-		{"revoked_at", &x.revoked},
-	}
+func apiKeyColumns(k *store.APIKey, x *apiKeyRaw, c *columns) {
+	c.add("id", &k.ID)
+	c.add("tenant", &k.Tenant)
+	c.add("name", &k.Name)
+	c.add("roles", x.roles.Dest())
+	c.add("secret_hash", &k.SecretHash)
+	c.add("created_at", &x.created)
+	c.add("revoked_at", &x.revoked)
 }
 
-// APIKey reads the columns of a "-- columns: api_key" query, the roles
-// through the driver's List.
-func APIKey(row Scanner, roles List) (store.APIKey, error) {
-	var (
-		k store.APIKey
-		x apiKeyRaw
-	)
-	if err := scan(row, apiKeyColumns(&k, &x, roles.Dest())); err != nil {
-		return store.APIKey{}, err
-	}
-	rs, err := roles.Strings()
+func decodeAPIKey(k *store.APIKey, x *apiKeyRaw) error {
+	rs, err := x.roles.Strings()
 	if err != nil {
-		return store.APIKey{}, fmt.Errorf("roles of key %s: %w", k.ID, err)
+		return fmt.Errorf("roles of key %s: %w", k.ID, err)
 	}
 	if rs != nil {
 		k.Roles = make([]store.Role, len(rs))
@@ -44,67 +33,62 @@ func APIKey(row Scanner, roles List) (store.APIKey, error) {
 		}
 	}
 	k.CreatedAt, k.RevokedAt = Time(x.created), Time(x.revoked)
-	return k, nil
+	return nil
+}
+
+// APIKey reads the columns of a "-- columns: api_key" query, the roles
+// through the driver's List.
+func APIKey(row Scanner, roles List) (store.APIKey, error) {
+	return scanRow(row, &apiKeyRaw{roles: roles}, apiKeyColumns, decodeAPIKey)
 }
 
 type sessionRaw struct {
 	created, expires int64
 }
 
-func sessionColumns(s *store.Session, x *sessionRaw) []column {
-	return []column{
-		{"token_hash", &s.TokenHash},
-		{"key_id", &s.KeyID},
-		{"tenant", &s.Tenant},
-		{"created_at", &x.created},
-		{"expires_at", &x.expires},
-	}
+func sessionColumns(s *store.Session, x *sessionRaw, c *columns) {
+	c.add("token_hash", &s.TokenHash)
+	c.add("key_id", &s.KeyID)
+	c.add("tenant", &s.Tenant)
+	c.add("created_at", &x.created)
+	c.add("expires_at", &x.expires)
+}
+
+func decodeSession(s *store.Session, x *sessionRaw) error {
+	s.CreatedAt, s.ExpiresAt = Time(x.created), Time(x.expires)
+	return nil
 }
 
 // Session reads the columns of a "-- columns: session" query.
 func Session(row Scanner) (store.Session, error) {
-	var (
-		s store.Session
-		x sessionRaw
-	)
-	if err := scan(row, sessionColumns(&s, &x)); err != nil {
-		return store.Session{}, err
-	}
-	s.CreatedAt, s.ExpiresAt = Time(x.created), Time(x.expires)
-	return s, nil
+	return scanRow(row, new(sessionRaw), sessionColumns, decodeSession)
 }
 
 type webhookRaw struct {
+	kinds             List
 	created, disabled int64
 }
 
-// webhookColumns reads the kinds column into kinds, a List's Dest.
-func webhookColumns(w *store.Webhook, x *webhookRaw, kinds any) []column {
-	return []column{
-		{"id", &w.ID},
-		{"tenant", &w.Tenant},
-		{"url", &w.URL},
-		{"secret", &w.Secret},
-		{"kinds", kinds},
-		{"created_at", &x.created},
-		{"disabled_at", &x.disabled},
+func webhookColumns(w *store.Webhook, x *webhookRaw, c *columns) {
+	c.add("id", &w.ID)
+	c.add("tenant", &w.Tenant)
+	c.add("url", &w.URL)
+	c.add("secret", &w.Secret)
+	c.add("kinds", x.kinds.Dest())
+	c.add("created_at", &x.created)
+	c.add("disabled_at", &x.disabled)
+}
+
+func decodeWebhook(w *store.Webhook, x *webhookRaw) (err error) {
+	if w.Kinds, err = x.kinds.Strings(); err != nil {
+		return fmt.Errorf("kinds of %s: %w", w.ID, err)
 	}
+	w.CreatedAt, w.DisabledAt = Time(x.created), Time(x.disabled)
+	return nil
 }
 
 // Webhook reads the columns of a "-- columns: webhook" query, the kinds
 // through the driver's List.
 func Webhook(row Scanner, kinds List) (store.Webhook, error) {
-	var (
-		w   store.Webhook
-		x   webhookRaw
-		err error
-	)
-	if err := scan(row, webhookColumns(&w, &x, kinds.Dest())); err != nil {
-		return store.Webhook{}, err
-	}
-	if w.Kinds, err = kinds.Strings(); err != nil {
-		return store.Webhook{}, fmt.Errorf("kinds of %s: %w", w.ID, err)
-	}
-	w.CreatedAt, w.DisabledAt = Time(x.created), Time(x.disabled)
-	return w, nil
+	return scanRow(row, &webhookRaw{kinds: kinds}, webhookColumns, decodeWebhook)
 }

@@ -6,42 +6,37 @@ type approvalRaw struct {
 	expires, created, decided int64
 }
 
-func approvalColumns(a *store.Approval, x *approvalRaw) []column {
-	return []column{
-		{"id", &a.ID},
-		{"tenant", &a.Tenant},
-		{"run_id", &a.RunID},
-		{"step", &a.Step},
-		{"tool_use_id", &a.ToolUseID},
-		{"tool", &a.Tool},
-		{"args", (*[]byte)(&a.Args)},
-		{"args_hash", &a.ArgsHash},
-		{"reason", &a.Reason},
-		{"category", &a.Category},
-		{"summary", &a.Summary},
-		{"policy_version", &a.PolicyVersion},
-		{"binding", &a.Binding},
-		{"self_approval", &a.SelfApproval},
-		{"status", (*string)(&a.Status)},
-		{"expires_at", &x.expires},
-		{"created_at", &x.created},
-		{"edited_args", (*[]byte)(&a.EditedArgs)},
-		{"edited_hash", &a.EditedHash},
-		{"decided_by", &a.DecidedBy},
-		{"decided_at", &x.decided},
-		{"note", &a.Note},
-	}
+func approvalColumns(a *store.Approval, x *approvalRaw, c *columns) {
+	c.add("id", &a.ID)
+	c.add("tenant", &a.Tenant)
+	c.add("run_id", &a.RunID)
+	c.add("step", &a.Step)
+	c.add("tool_use_id", &a.ToolUseID)
+	c.add("tool", &a.Tool)
+	c.add("args", (*[]byte)(&a.Args))
+	c.add("args_hash", &a.ArgsHash)
+	c.add("reason", &a.Reason)
+	c.add("category", &a.Category)
+	c.add("summary", &a.Summary)
+	c.add("policy_version", &a.PolicyVersion)
+	c.add("binding", &a.Binding)
+	c.add("self_approval", &a.SelfApproval)
+	c.add("status", (*string)(&a.Status))
+	c.add("expires_at", &x.expires)
+	c.add("created_at", &x.created)
+	c.add("edited_args", (*[]byte)(&a.EditedArgs))
+	c.add("edited_hash", &a.EditedHash)
+	c.add("decided_by", &a.DecidedBy)
+	c.add("decided_at", &x.decided)
+	c.add("note", &a.Note)
+}
+
+func decodeApproval(a *store.Approval, x *approvalRaw) error {
+	a.ExpiresAt, a.CreatedAt, a.DecidedAt = Time(x.expires), Time(x.created), Time(x.decided)
+	return nil
 }
 
 // Approval reads the columns of a "-- columns: approval" query.
 func Approval(row Scanner) (store.Approval, error) {
-	var (
-		a store.Approval
-		x approvalRaw
-	)
-	if err := scan(row, approvalColumns(&a, &x)); err != nil {
-		return store.Approval{}, err
-	}
-	a.ExpiresAt, a.CreatedAt, a.DecidedAt = Time(x.expires), Time(x.created), Time(x.decided)
-	return a, nil
+	return scanRow(row, new(approvalRaw), approvalColumns, decodeApproval)
 }

@@ -6,40 +6,31 @@ type effectRaw struct {
 	inFlight, created, updated int64
 }
 
-func effectColumns(e *store.Effect, x *effectRaw) []column {
-	return []column{
-		{"tenant", &e.Tenant},
-		{"key", &e.Key},
-		{"run_id", &e.RunID},
-		{"tool", &e.Tool},
-		{"args_hash", &e.ArgsHash},
-		{"args", (*[]byte)(&e.Args)},
-		{"state", (*string)(&e.State)},
-		{"result", (*[]byte)(&e.Result)},
-		{"step", &e.Step},
-		{"attempts", &e.Attempts},
-		{"epoch", &e.Epoch},
-		{"in_flight_until", &x.inFlight},
-		{"created_at", &x.created},
-		{"updated_at", &x.updated},
-	}
+func effectColumns(e *store.Effect, x *effectRaw, c *columns) {
+	c.add("tenant", &e.Tenant)
+	c.add("key", &e.Key)
+	c.add("run_id", &e.RunID)
+	c.add("tool", &e.Tool)
+	c.add("args_hash", &e.ArgsHash)
+	c.add("args", (*[]byte)(&e.Args))
+	c.add("state", (*string)(&e.State))
+	c.add("result", (*[]byte)(&e.Result))
+	c.add("step", &e.Step)
+	c.add("attempts", &e.Attempts)
+	c.add("epoch", &e.Epoch)
+	c.add("in_flight_until", &x.inFlight)
+	c.add("created_at", &x.created)
+	c.add("updated_at", &x.updated)
 }
 
-func (x *effectRaw) decode(e *store.Effect) {
+func decodeEffect(e *store.Effect, x *effectRaw) error {
 	e.InFlightUntil, e.CreatedAt, e.UpdatedAt = Time(x.inFlight), Time(x.created), Time(x.updated)
+	return nil
 }
 
 // Effect reads the columns of a "-- columns: effect" query.
 func Effect(row Scanner) (store.Effect, error) {
-	var (
-		e store.Effect
-		x effectRaw
-	)
-	if err := scan(row, effectColumns(&e, &x)); err != nil {
-		return store.Effect{}, err
-	}
-	x.decode(&e)
-	return e, nil
+	return scanRow(row, new(effectRaw), effectColumns, decodeEffect)
 }
 
 type customerEffectRaw struct {
@@ -49,27 +40,22 @@ type customerEffectRaw struct {
 
 // customerEffectColumns are an effect's, then its run's agent and
 // sensitive arguments.
-func customerEffectColumns(e *store.CustomerEffect, x *customerEffectRaw) []column {
-	return append(effectColumns(&e.Effect, &x.effectRaw),
-		column{"agent", &e.Agent},
-		column{"sensitive", &x.sensitive},
-	)
+func customerEffectColumns(e *store.CustomerEffect, x *customerEffectRaw, c *columns) {
+	effectColumns(&e.Effect, &x.effectRaw, c)
+	c.add("agent", &e.Agent)
+	c.add("sensitive", &x.sensitive)
+}
+
+func decodeCustomerEffect(e *store.CustomerEffect, x *customerEffectRaw) (err error) {
+	if err := decodeEffect(&e.Effect, &x.effectRaw); err != nil {
+		return err
+	}
+	e.Sensitive, err = DecodeSensitive(x.sensitive)
+	return err
 }
 
 // CustomerEffect reads the columns of a "-- columns: customer_effect"
 // query.
 func CustomerEffect(row Scanner) (store.CustomerEffect, error) {
-	var (
-		e store.CustomerEffect
-		x customerEffectRaw
-	)
-	if err := scan(row, customerEffectColumns(&e, &x)); err != nil {
-		return store.CustomerEffect{}, err
-	}
-	x.decode(&e.Effect)
-	var err error
-	if e.Sensitive, err = DecodeSensitive(x.sensitive); err != nil {
-		return store.CustomerEffect{}, err
-	}
-	return e, nil
+	return scanRow(row, new(customerEffectRaw), customerEffectColumns, decodeCustomerEffect)
 }

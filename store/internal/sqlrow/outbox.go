@@ -6,30 +6,25 @@ type outboxRaw struct {
 	created, delivered int64
 }
 
-func outboxColumns(m *store.OutboxMessage, x *outboxRaw) []column {
-	return []column{
-		{"id", &m.ID},
-		{"tenant", &m.Tenant},
-		{"run_id", &m.RunID},
-		{"kind", &m.Kind},
-		{"payload", (*[]byte)(&m.Payload)},
-		{"created_at", &x.created},
-		{"delivered_at", &x.delivered},
-		{"attempts", &m.Attempts},
-	}
+func outboxColumns(m *store.OutboxMessage, x *outboxRaw, c *columns) {
+	c.add("id", &m.ID)
+	c.add("tenant", &m.Tenant)
+	c.add("run_id", &m.RunID)
+	c.add("kind", &m.Kind)
+	c.add("payload", (*[]byte)(&m.Payload))
+	c.add("created_at", &x.created)
+	c.add("delivered_at", &x.delivered)
+	c.add("attempts", &m.Attempts)
+}
+
+func decodeOutbox(m *store.OutboxMessage, x *outboxRaw) error {
+	m.CreatedAt, m.DeliveredAt = Time(x.created), Time(x.delivered)
+	return nil
 }
 
 // Outbox reads the columns of a "-- columns: outbox" query.
 func Outbox(row Scanner) (store.OutboxMessage, error) {
-	var (
-		m store.OutboxMessage
-		x outboxRaw
-	)
-	if err := scan(row, outboxColumns(&m, &x)); err != nil {
-		return store.OutboxMessage{}, err
-	}
-	m.CreatedAt, m.DeliveredAt = Time(x.created), Time(x.delivered)
-	return m, nil
+	return scanRow(row, new(outboxRaw), outboxColumns, decodeOutbox)
 }
 
 type deliveryRaw struct {
@@ -38,35 +33,30 @@ type deliveryRaw struct {
 
 // deliveryColumns are the delivery's, joined with its message's payload and
 // its webhook's URL and secret.
-func deliveryColumns(d *store.Delivery, x *deliveryRaw) []column {
-	return []column{
-		{"id", &d.ID},
-		{"tenant", &d.Tenant},
-		{"webhook_id", &d.WebhookID},
-		{"outbox_id", &d.OutboxID},
-		{"run_id", &d.RunID},
-		{"kind", &d.Kind},
-		{"payload", (*[]byte)(&d.Payload)},
-		{"url", &d.URL},
-		{"secret", &d.Secret},
-		{"state", (*string)(&d.State)},
-		{"attempts", &d.Attempts},
-		{"next_attempt_at", &x.next},
-		{"last_error", &d.LastError},
-		{"created_at", &x.created},
-		{"delivered_at", &x.delivered},
-	}
+func deliveryColumns(d *store.Delivery, x *deliveryRaw, c *columns) {
+	c.add("id", &d.ID)
+	c.add("tenant", &d.Tenant)
+	c.add("webhook_id", &d.WebhookID)
+	c.add("outbox_id", &d.OutboxID)
+	c.add("run_id", &d.RunID)
+	c.add("kind", &d.Kind)
+	c.add("payload", (*[]byte)(&d.Payload))
+	c.add("url", &d.URL)
+	c.add("secret", &d.Secret)
+	c.add("state", (*string)(&d.State))
+	c.add("attempts", &d.Attempts)
+	c.add("next_attempt_at", &x.next)
+	c.add("last_error", &d.LastError)
+	c.add("created_at", &x.created)
+	c.add("delivered_at", &x.delivered)
+}
+
+func decodeDelivery(d *store.Delivery, x *deliveryRaw) error {
+	d.NextAttemptAt, d.CreatedAt, d.DeliveredAt = Time(x.next), Time(x.created), Time(x.delivered)
+	return nil
 }
 
 // Delivery reads the columns of a "-- columns: delivery" query.
 func Delivery(row Scanner) (store.Delivery, error) {
-	var (
-		d store.Delivery
-		x deliveryRaw
-	)
-	if err := scan(row, deliveryColumns(&d, &x)); err != nil {
-		return store.Delivery{}, err
-	}
-	d.NextAttemptAt, d.CreatedAt, d.DeliveredAt = Time(x.next), Time(x.created), Time(x.delivered)
-	return d, nil
+	return scanRow(row, new(deliveryRaw), deliveryColumns, decodeDelivery)
 }

@@ -136,24 +136,37 @@ func lex(q string) ([]token, error) {
 	return toks, nil
 }
 
+// topLevel calls fn with each token outside parentheses, other than a
+// parenthesis, and its index, in order, until fn returns false.
+func topLevel(toks []token, fn func(i int, t token) bool) {
+	depth := 0
+	for i, t := range toks {
+		switch {
+		case !t.word && t.text == "(":
+			depth++
+		case !t.word && t.text == ")":
+			depth--
+		case depth == 0:
+			if !fn(i, t) {
+				return
+			}
+		}
+	}
+}
+
 // split cuts toks at each sep outside parentheses.
 func split(toks []token, sep string) [][]token {
 	var (
 		parts [][]token
-		depth int
 		start int
 	)
-	for i, t := range toks {
-		switch {
-		case t.text == "(" && !t.word:
-			depth++
-		case t.text == ")" && !t.word:
-			depth--
-		case depth == 0 && !t.word && t.text == sep:
+	topLevel(toks, func(i int, t token) bool {
+		if !t.word && t.text == sep {
 			parts = append(parts, toks[start:i])
 			start = i + 1
 		}
-	}
+		return true
+	})
 	if start < len(toks) {
 		parts = append(parts, toks[start:])
 	}
@@ -171,38 +184,34 @@ var selectEnds = map[string]bool{
 func statementColumns(stmt []token) []string {
 	// The statement's verb is its first SELECT, INSERT, UPDATE or DELETE
 	// outside parentheses: a WITH's queries are inside them.
-	verb, depth := -1, 0
-	for i, t := range stmt {
-		switch {
-		case t.text == "(" && !t.word:
-			depth++
-		case t.text == ")" && !t.word:
-			depth--
-		case depth == 0 && (t.is("select") || t.is("insert") || t.is("update") || t.is("delete")):
+	verb := -1
+	topLevel(stmt, func(i int, t token) bool {
+		if t.is("select") || t.is("insert") || t.is("update") || t.is("delete") {
 			verb = i
+			return false
 		}
-		if verb >= 0 {
-			break
-		}
-	}
+		return true
+	})
 	if verb < 0 {
 		return nil
 	}
 	var list []token
 	if stmt[verb].is("select") {
-		list = until(stmt[verb+1:], selectEnds)
+		list = stmt[verb+1:]
+		topLevel(list, func(i int, t token) bool {
+			if t.word && selectEnds[t.text] {
+				list = list[:i]
+				return false
+			}
+			return true
+		})
 	} else {
-		depth = 0
-		for i, t := range stmt[verb:] {
-			switch {
-			case t.text == "(" && !t.word:
-				depth++
-			case t.text == ")" && !t.word:
-				depth--
-			case depth == 0 && t.is("returning"):
+		topLevel(stmt[verb:], func(i int, t token) bool {
+			if t.is("returning") {
 				list = stmt[verb+i+1:]
 			}
-		}
+			return true
+		})
 		if list == nil {
 			return nil
 		}
@@ -215,22 +224,6 @@ func statementColumns(stmt []token) []string {
 		cols = append(cols, itemName(item))
 	}
 	return cols
-}
-
-// until returns toks up to the first of ends outside parentheses.
-func until(toks []token, ends map[string]bool) []token {
-	depth := 0
-	for i, t := range toks {
-		switch {
-		case t.text == "(" && !t.word:
-			depth++
-		case t.text == ")" && !t.word:
-			depth--
-		case depth == 0 && t.word && ends[t.text]:
-			return toks[:i]
-		}
-	}
-	return toks
 }
 
 // itemName names one item of a result list.

@@ -7,65 +7,54 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-// runRaw holds the run columns that are decoded after the scan.
 type runRaw struct {
 	leaseExpires, resumeAfter, created, updated int64
 	sensitive                                   []byte
 }
 
-func runColumns(r *store.Run, x *runRaw) []column {
-	return []column{
-		{"id", &r.ID},
-		{"tenant", &r.Tenant},
-		{"user_id", &r.User},
-		{"client_request_id", &r.ClientRequestID},
-		{"agent", &r.Agent},
-		{"agent_version", &r.AgentVersion},
-		{"input", &r.Input},
-		{"dry_run", &r.DryRun},
-		{"requested_by", &r.RequestedBy},
-		{"status", (*string)(&r.Status)},
-		{"step", &r.Step},
-		{"message_count", &r.Messages},
-		{"input_tokens", &r.InputTokens},
-		{"output_tokens", &r.OutputTokens},
-		{"model_calls", &r.ModelCalls},
-		{"cost_nano_usd", &r.CostNanoUSD},
-		{"plan", (*[]byte)(&r.Plan)},
-		{"guard", (*[]byte)(&r.Guard)},
-		{"lease_owner", &r.LeaseOwner},
-		{"lease_expires", &x.leaseExpires},
-		{"lease_epoch", &r.LeaseEpoch},
-		{"resume_after", &x.resumeAfter},
-		{"stop_reason", &r.StopReason},
-		{"stop_detail", &r.StopDetail},
-		{"final", &r.Final},
-		{"budget", (*[]byte)(&r.Budget)},
-		{"escalation", (*[]byte)(&r.Escalation)},
-		{"created_at", &x.created},
-		{"updated_at", &x.updated},
-		{"sensitive", &x.sensitive},
-	}
+func runColumns(r *store.Run, x *runRaw, c *columns) {
+	c.add("id", &r.ID)
+	c.add("tenant", &r.Tenant)
+	c.add("user_id", &r.User)
+	c.add("client_request_id", &r.ClientRequestID)
+	c.add("agent", &r.Agent)
+	c.add("agent_version", &r.AgentVersion)
+	c.add("input", &r.Input)
+	c.add("dry_run", &r.DryRun)
+	c.add("requested_by", &r.RequestedBy)
+	c.add("status", (*string)(&r.Status))
+	c.add("step", &r.Step)
+	c.add("message_count", &r.Messages)
+	c.add("input_tokens", &r.InputTokens)
+	c.add("output_tokens", &r.OutputTokens)
+	c.add("model_calls", &r.ModelCalls)
+	c.add("cost_nano_usd", &r.CostNanoUSD)
+	c.add("plan", (*[]byte)(&r.Plan))
+	c.add("guard", (*[]byte)(&r.Guard))
+	c.add("lease_owner", &r.LeaseOwner)
+	c.add("lease_expires", &x.leaseExpires)
+	c.add("lease_epoch", &r.LeaseEpoch)
+	c.add("resume_after", &x.resumeAfter)
+	c.add("stop_reason", &r.StopReason)
+	c.add("stop_detail", &r.StopDetail)
+	c.add("final", &r.Final)
+	c.add("budget", (*[]byte)(&r.Budget))
+	c.add("escalation", (*[]byte)(&r.Escalation))
+	c.add("created_at", &x.created)
+	c.add("updated_at", &x.updated)
+	c.add("sensitive", &x.sensitive)
+}
+
+func decodeRun(r *store.Run, x *runRaw) (err error) {
+	r.LeaseExpires, r.ResumeAfter = Time(x.leaseExpires), Time(x.resumeAfter)
+	r.CreatedAt, r.UpdatedAt = Time(x.created), Time(x.updated)
+	r.Sensitive, err = DecodeSensitive(x.sensitive)
+	return err
 }
 
 // Run reads the columns of a "-- columns: run" query.
 func Run(row Scanner) (store.Run, error) {
-	var (
-		r store.Run
-		x runRaw
-	)
-	if err := scan(row, runColumns(&r, &x)); err != nil {
-		return store.Run{}, err
-	}
-	var err error
-	if r.Sensitive, err = DecodeSensitive(x.sensitive); err != nil {
-		return store.Run{}, err
-	}
-	r.LeaseExpires = Time(x.leaseExpires)
-	r.ResumeAfter = Time(x.resumeAfter)
-	r.CreatedAt = Time(x.created)
-	r.UpdatedAt = Time(x.updated)
-	return r, nil
+	return scanRow(row, new(runRaw), runColumns, decodeRun)
 }
 
 // EncodeSensitive is the sensitive column of a new run: {} when no tool

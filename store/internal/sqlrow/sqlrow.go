@@ -9,9 +9,9 @@
 //
 // # Column lists
 //
-// Each row type's columns are listed once, beside the scanner's
-// destinations, in one literal: the list a query must select is the list
-// the scanner reads. A query read by a scanner names its row type on a line
+// Each row type's columns are listed once, in its layout: a function that
+// adds each column by its name with the place its scanner writes it, so
+// that the list a query must select is the list the scanner reads. A query read by a scanner names its row type on a line
 // of its own, "-- columns: run", and selects (or returns) exactly those
 // columns in that order; storetest.Queries checks every query of a driver
 // against it (see ResultColumns).
@@ -73,44 +73,70 @@ type List interface {
 	Strings() ([]string, error)
 }
 
-// column is one column a scanner reads, by the name queries select it as,
-// and where Scan writes it.
-type column struct {
-	name string
-	dest any
+// columns takes the columns of a row type from its layout, a function that
+// adds each, in order, by the name queries select it as and with where Scan
+// writes it: the destinations of a scan, or only the names. One list is
+// both, so that the names a query must select are those the scanner reads.
+type columns struct {
+	dests []any
+	names []string
+	// named: keep the names, not the destinations.
+	named bool
 }
 
-// scan reads cols from row, in order.
-func scan(row Scanner, cols []column) error {
-	dests := make([]any, len(cols))
-	for i, c := range cols {
-		dests[i] = c.dest
+func (c *columns) add(name string, dest any) {
+	if c.named {
+		c.names = append(c.names, name)
+		return
 	}
-	return row.Scan(dests...)
+	c.dests = append(c.dests, dest)
 }
 
-func names(cols []column) []string {
-	ns := make([]string, len(cols))
-	for i, c := range cols {
-		ns[i] = c.name
+// scanRow reads a row of a row type: a T whose columns, with those kept
+// raw in x until decode turns them into T's fields, are added by layout.
+func scanRow[T, R any](row Scanner, x *R, layout func(*T, *R, *columns), decode func(*T, *R) error) (T, error) {
+	var v T
+	c := columns{dests: make([]any, 0, 32)}
+	layout(&v, x, &c)
+	if err := row.Scan(c.dests...); err != nil {
+		var zero T
+		return zero, err
 	}
-	return ns
+	if err := decode(&v, x); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// noList stands for a driver's List where only the columns' names are
+// wanted.
+type noList struct{}
+
+func (noList) Dest() any                  { return nil }
+func (noList) Strings() ([]string, error) { return nil, nil }
+
+// namesOf returns the names of a row type's columns, in order.
+func namesOf[T, R any](layout func(*T, *R, *columns), x *R) []string {
+	c := columns{named: true}
+	layout(new(T), x, &c)
+	return c.names
 }
 
 // layouts are the row types by the name a query's "-- columns:" line gives,
-// each as its columns laid over zero values.
-var layouts = map[string]func() []column{
-	"run":             func() []column { return runColumns(new(store.Run), new(runRaw)) },
-	"approval":        func() []column { return approvalColumns(new(store.Approval), new(approvalRaw)) },
-	"effect":          func() []column { return effectColumns(new(store.Effect), new(effectRaw)) },
-	"customer_effect": func() []column { return customerEffectColumns(new(store.CustomerEffect), new(customerEffectRaw)) },
-	"event":           func() []column { return eventColumns(new(store.Event), new(int64)) },
-	"message":         func() []column { return messageColumns(new(store.Message), new(int64)) },
-	"outbox":          func() []column { return outboxColumns(new(store.OutboxMessage), new(outboxRaw)) },
-	"delivery":        func() []column { return deliveryColumns(new(store.Delivery), new(deliveryRaw)) },
-	"api_key":         func() []column { return apiKeyColumns(new(store.APIKey), new(apiKeyRaw), nil) },
-	"session":         func() []column { return sessionColumns(new(store.Session), new(sessionRaw)) },
-	"webhook":         func() []column { return webhookColumns(new(store.Webhook), new(webhookRaw), nil) },
+// each as the names of its columns.
+var layouts = map[string]func() []string{
+	"run":             func() []string { return namesOf(runColumns, new(runRaw)) },
+	"approval":        func() []string { return namesOf(approvalColumns, new(approvalRaw)) },
+	"effect":          func() []string { return namesOf(effectColumns, new(effectRaw)) },
+	"customer_effect": func() []string { return namesOf(customerEffectColumns, new(customerEffectRaw)) },
+	"event":           func() []string { return namesOf(eventColumns, new(eventRaw)) },
+	"message":         func() []string { return namesOf(messageColumns, new(messageRaw)) },
+	"outbox":          func() []string { return namesOf(outboxColumns, new(outboxRaw)) },
+	"delivery":        func() []string { return namesOf(deliveryColumns, new(deliveryRaw)) },
+	"api_key":         func() []string { return namesOf(apiKeyColumns, &apiKeyRaw{roles: noList{}}) },
+	"session":         func() []string { return namesOf(sessionColumns, new(sessionRaw)) },
+	"webhook":         func() []string { return namesOf(webhookColumns, &webhookRaw{kinds: noList{}}) },
 }
 
 // Columns returns the columns of the row type a query's "-- columns:" line
@@ -120,7 +146,7 @@ func Columns(rowType string) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
-	return names(l()), true
+	return l(), true
 }
 
 // RowTypes returns the names of every row type, in no set order.

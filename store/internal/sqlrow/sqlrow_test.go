@@ -93,28 +93,55 @@ func checkStrings(t *testing.T, v any, want map[string]string) {
 	}
 }
 
+func destsOf[T, R any](layout func(*T, *R, *columns), x *R) []any {
+	var c columns
+	layout(new(T), x, &c)
+	return c.dests
+}
+
 func TestLayouts(t *testing.T) {
+	dests := map[string][]any{
+		"run":             destsOf(runColumns, new(runRaw)),
+		"approval":        destsOf(approvalColumns, new(approvalRaw)),
+		"effect":          destsOf(effectColumns, new(effectRaw)),
+		"customer_effect": destsOf(customerEffectColumns, new(customerEffectRaw)),
+		"event":           destsOf(eventColumns, new(eventRaw)),
+		"message":         destsOf(messageColumns, new(messageRaw)),
+		"outbox":          destsOf(outboxColumns, new(outboxRaw)),
+		"delivery":        destsOf(deliveryColumns, new(deliveryRaw)),
+		"api_key":         destsOf(apiKeyColumns, &apiKeyRaw{roles: noList{}}),
+		"session":         destsOf(sessionColumns, new(sessionRaw)),
+		"webhook":         destsOf(webhookColumns, &webhookRaw{kinds: noList{}}),
+	}
+	if len(dests) != len(layouts) {
+		t.Fatalf("%d row types checked, %d laid out", len(dests), len(layouts))
+	}
 	for _, rt := range RowTypes() {
-		cols := layouts[rt]()
+		names := mustColumns(rt)
+		ds := dests[rt]
+		if len(ds) != len(names) {
+			t.Errorf("%s: %d destinations for %d names", rt, len(ds), len(names))
+			continue
+		}
 		seen := map[string]bool{}
 		ptrs := map[uintptr]string{}
-		for _, c := range cols {
-			if c.name == "" || seen[c.name] {
-				t.Errorf("%s: column %q empty or twice", rt, c.name)
+		for i, name := range names {
+			if name == "" || seen[name] {
+				t.Errorf("%s: column %q empty or twice", rt, name)
 			}
-			seen[c.name] = true
-			if c.dest == nil {
+			seen[name] = true
+			if ds[i] == nil {
 				continue // a List's, given by the driver
 			}
-			p := reflect.ValueOf(c.dest)
+			p := reflect.ValueOf(ds[i])
 			if p.Kind() != reflect.Pointer || p.IsNil() {
-				t.Errorf("%s: column %s scans into %T, not a pointer", rt, c.name, c.dest)
+				t.Errorf("%s: column %s scans into %T, not a pointer", rt, name, ds[i])
 				continue
 			}
 			if other, ok := ptrs[p.Pointer()]; ok {
-				t.Errorf("%s: columns %s and %s scan into the same place", rt, other, c.name)
+				t.Errorf("%s: columns %s and %s scan into the same place", rt, other, name)
 			}
-			ptrs[p.Pointer()] = c.name
+			ptrs[p.Pointer()] = name
 		}
 	}
 }

@@ -2,50 +2,48 @@ package sqlrow
 
 import "github.com/belayrun/belay/store"
 
-func eventColumns(e *store.Event, ts *int64) []column {
-	return []column{
-		{"id", &e.Seq},
-		{"run_id", &e.RunID},
-		{"step", &e.Step},
-		{"type", &e.Type},
-		{"ts", ts},
-		{"data", (*[]byte)(&e.Data)},
-	}
+type eventRaw struct {
+	ts int64
+}
+
+func eventColumns(e *store.Event, x *eventRaw, c *columns) {
+	c.add("id", &e.Seq)
+	c.add("run_id", &e.RunID)
+	c.add("step", &e.Step)
+	c.add("type", &e.Type)
+	c.add("ts", &x.ts)
+	c.add("data", (*[]byte)(&e.Data))
+}
+
+func decodeEvent(e *store.Event, x *eventRaw) error {
+	e.Time = Time(x.ts)
+	return nil
 }
 
 // Event reads the columns of a "-- columns: event" query.
 func Event(row Scanner) (store.Event, error) {
-	var (
-		e  store.Event
-		ts int64
-	)
-	if err := scan(row, eventColumns(&e, &ts)); err != nil {
-		return store.Event{}, err
-	}
-	e.Time = Time(ts)
-	return e, nil
+	return scanRow(row, new(eventRaw), eventColumns, decodeEvent)
 }
 
-func messageColumns(m *store.Message, created *int64) []column {
-	return []column{
-		{"run_id", &m.RunID},
-		{"seq", &m.Seq},
-		{"step", &m.Step},
-		{"role", &m.Role},
-		{"content", &m.Content},
-		{"created_at", created},
-	}
+type messageRaw struct {
+	created int64
+}
+
+func messageColumns(m *store.Message, x *messageRaw, c *columns) {
+	c.add("run_id", &m.RunID)
+	c.add("seq", &m.Seq)
+	c.add("step", &m.Step)
+	c.add("role", &m.Role)
+	c.add("content", &m.Content)
+	c.add("created_at", &x.created)
+}
+
+func decodeMessage(m *store.Message, x *messageRaw) error {
+	m.CreatedAt = Time(x.created)
+	return nil
 }
 
 // Message reads the columns of a "-- columns: message" query.
 func Message(row Scanner) (store.Message, error) {
-	var (
-		m       store.Message
-		created int64
-	)
-	if err := scan(row, messageColumns(&m, &created)); err != nil {
-		return store.Message{}, err
-	}
-	m.CreatedAt = Time(created)
-	return m, nil
+	return scanRow(row, new(messageRaw), messageColumns, decodeMessage)
 }
