@@ -70,12 +70,7 @@ func (s *Store) APIKey(ctx context.Context, id string) (store.APIKey, error) {
 
 // APIKeys lists a tenant's keys ("" for every tenant) in creation order.
 func (s *Store) APIKeys(ctx context.Context, tenant string) ([]store.APIKey, error) {
-	rows, err := s.read.QueryContext(ctx, apiKeyListSQL, sql.Named("tenant", tenant))
-	if err != nil {
-		return nil, fmt.Errorf("list api keys: %w", err)
-	}
-	defer rows.Close()
-	ks, err := sqlrow.All(rows, func(row sqlrow.Scanner) (store.APIKey, error) { return sqlrow.APIKey(row, new(roleList)) })
+	ks, err := readAll(ctx, s.read, scanAPIKey, apiKeyListSQL, sql.Named("tenant", tenant))
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -194,6 +189,8 @@ func (l *roleList) Strings() ([]string, error) {
 	}
 	return strings.Split(string(*l), ","), nil
 }
+
+func scanAPIKey(row sqlrow.Scanner) (store.APIKey, error) { return sqlrow.APIKey(row, new(roleList)) }
 
 func joinRoles(rs []store.Role) string {
 	ss := make([]string, len(rs))

@@ -65,17 +65,12 @@ func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]s
 	if p.RunID != "" {
 		query = approvalListRunSQL
 	}
-	rows, err := s.read.QueryContext(ctx, query,
+	as, err := readAll(ctx, s.read, sqlrow.Approval, query,
 		sql.Named("tenant", p.Tenant),
 		sql.Named("run_id", p.RunID),
 		sql.Named("status", string(p.Status)),
 		sql.Named("limit", limit),
 	)
-	if err != nil {
-		return nil, fmt.Errorf("list approvals: %w", err)
-	}
-	defer rows.Close()
-	as, err := sqlrow.All(rows, sqlrow.Approval)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
@@ -151,12 +146,8 @@ func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsP
 	var expired []store.ExpiredApproval
 	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
 		expired = nil // a batch may run twice
-		rows, err := tx.QueryContext(ctx, approvalDueSQL, sql.Named("now", sqlrow.Nanos(p.Now)))
+		due, err := txAll(ctx, tx, sqlrow.Approval, approvalDueSQL, sql.Named("now", sqlrow.Nanos(p.Now)))
 		if err != nil {
-			return err
-		}
-		due, err := sqlrow.All(rows, sqlrow.Approval)
-		if err := errors.Join(err, rows.Close()); err != nil {
 			return err
 		}
 		for _, a := range due {

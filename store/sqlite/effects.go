@@ -184,15 +184,10 @@ func fenceCall(ctx context.Context, tx *writeTx, f store.Fence, expires time.Tim
 // Effects returns the ledger rows of a run in the order they were begun. An
 // empty tenant matches any.
 func (s *Store) Effects(ctx context.Context, tenant, runID string) ([]store.Effect, error) {
-	rows, err := s.read.QueryContext(ctx, effectListSQL,
+	es, err := readAll(ctx, s.read, sqlrow.Effect, effectListSQL,
 		sql.Named("tenant", tenant),
 		sql.Named("run_id", runID),
 	)
-	if err != nil {
-		return nil, fmt.Errorf("effects of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	es, err := sqlrow.All(rows, sqlrow.Effect)
 	if err != nil {
 		return nil, fmt.Errorf("effects of run %s: %w", runID, err)
 	}

@@ -20,17 +20,12 @@ func (s *Store) CustomerEffects(ctx context.Context, p store.CustomerEffectsPara
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.read.QueryContext(ctx, customerEffectsSQL,
+	es, err := readAll(ctx, s.read, sqlrow.CustomerEffect, customerEffectsSQL,
 		sql.Named("tenant", p.Tenant),
 		sql.Named("user", p.User),
 		sql.Named("except_run", p.ExceptRun),
 		sql.Named("limit", p.Limit),
 	)
-	if err != nil {
-		return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)
-	}
-	defer rows.Close()
-	es, err := sqlrow.All(rows, sqlrow.CustomerEffect)
 	if err != nil {
 		return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)
 	}

@@ -48,12 +48,7 @@ func insertOutbox(ctx context.Context, tx *writeTx, runID string, now time.Time,
 
 // Outbox returns a run's notifications in order.
 func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage, error) {
-	rows, err := s.read.QueryContext(ctx, outboxListSQL, sql.Named("run_id", runID))
-	if err != nil {
-		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	out, err := sqlrow.All(rows, sqlrow.Outbox)
+	out, err := readAll(ctx, s.read, sqlrow.Outbox, outboxListSQL, sql.Named("run_id", runID))
 	if err != nil {
 		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"sync"
+
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 // reader is the read pool. Its queries run prepared, each prepared once per
@@ -59,4 +61,15 @@ func (r *reader) Close() error {
 		return true
 	})
 	return errors.Join(append(errs, r.db.Close())...)
+}
+
+// readAll runs query on the read pool and reads every row it returns with
+// scan.
+func readAll[T any](ctx context.Context, r *reader, scan func(sqlrow.Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return sqlrow.All(rows, scan)
 }

@@ -120,7 +120,7 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 	if p.Newest {
 		query = runListNewestSQL
 	}
-	rows, err := s.read.QueryContext(ctx, query,
+	runs, err := readAll(ctx, s.read, sqlrow.Run, query,
 		sql.Named("tenant", p.Tenant),
 		sql.Named("status", string(p.Status)),
 		sql.Named("agent", p.Agent),
@@ -129,11 +129,6 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 		sql.Named("after", p.After),
 		sql.Named("limit", limit),
 	)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	defer rows.Close()
-	runs, err := sqlrow.All(rows, sqlrow.Run)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

@@ -29,12 +29,7 @@ var (
 
 // Messages returns a run's messages in order.
 func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, error) {
-	rows, err := s.read.QueryContext(ctx, messageListSQL, sql.Named("run_id", runID))
-	if err != nil {
-		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	ms, err := sqlrow.All(rows, sqlrow.Message)
+	ms, err := readAll(ctx, s.read, sqlrow.Message, messageListSQL, sql.Named("run_id", runID))
 	if err != nil {
 		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
 	}
@@ -43,12 +38,7 @@ func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, er
 
 // Events returns a run's trace events in order.
 func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error) {
-	rows, err := s.read.QueryContext(ctx, eventListSQL, sql.Named("run_id", runID))
-	if err != nil {
-		return nil, fmt.Errorf("events of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	es, err := sqlrow.All(rows, sqlrow.Event)
+	es, err := readAll(ctx, s.read, sqlrow.Event, eventListSQL, sql.Named("run_id", runID))
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}

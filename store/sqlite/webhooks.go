@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -74,12 +73,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 // Webhooks lists a tenant's endpoints in creation order, disabled ones
 // included.
 func (s *Store) Webhooks(ctx context.Context, tenant string) ([]store.Webhook, error) {
-	rows, err := s.read.QueryContext(ctx, webhookListSQL, sql.Named("tenant", tenant))
-	if err != nil {
-		return nil, fmt.Errorf("list webhooks: %w", err)
-	}
-	defer rows.Close()
-	ws, err := sqlrow.All(rows, func(row sqlrow.Scanner) (store.Webhook, error) { return sqlrow.Webhook(row, new(kindList)) })
+	ws, err := readAll(ctx, s.read, scanWebhook, webhookListSQL, sql.Named("tenant", tenant))
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
@@ -141,15 +135,12 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimDeliveriesPara
 		); err != nil {
 			return fmt.Errorf("fan out: %w", err)
 		}
-		rows, err := tx.QueryContext(ctx, deliveryDueSQL,
+		var err error
+		ds, err = txAll(ctx, tx, sqlrow.Delivery, deliveryDueSQL,
 			sql.Named("now", sqlrow.Nanos(p.Now)),
 			sql.Named("limit", p.Limit),
 		)
 		if err != nil {
-			return err
-		}
-		ds, err = sqlrow.All(rows, sqlrow.Delivery)
-		if err := errors.Join(err, rows.Close()); err != nil {
 			return err
 		}
 		for i := range ds {
@@ -201,17 +192,12 @@ func (s *Store) Deliveries(ctx context.Context, p store.ListDeliveriesParams) ([
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.read.QueryContext(ctx, deliveryListSQL,
+	ds, err := readAll(ctx, s.read, sqlrow.Delivery, deliveryListSQL,
 		sql.Named("tenant", p.Tenant),
 		sql.Named("webhook_id", p.WebhookID),
 		sql.Named("run_id", p.RunID),
 		sql.Named("limit", limit),
 	)
-	if err != nil {
-		return nil, fmt.Errorf("list deliveries: %w", err)
-	}
-	defer rows.Close()
-	ds, err := sqlrow.All(rows, sqlrow.Delivery)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
@@ -233,4 +219,8 @@ func (l *kindList) Strings() ([]string, error) {
 		return nil, nil
 	}
 	return kinds, nil
+}
+
+func scanWebhook(row sqlrow.Scanner) (store.Webhook, error) {
+	return sqlrow.Webhook(row, new(kindList))
 }

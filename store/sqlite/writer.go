@@ -11,6 +11,7 @@ import (
 
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/internal/migration"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 // ErrClosed is returned by writes made after Close.
@@ -352,6 +353,21 @@ func (t *writeTx) QueryRowContext(ctx context.Context, query string, args ...any
 		return stmt.QueryRowContext(ctx, args...)
 	}
 	return t.conn.QueryRowContext(ctx, query, args...)
+}
+
+// txAll runs query in tx and reads every row it returns with scan. The
+// rows are closed before it returns: the writer's connection runs one
+// statement at a time.
+func txAll[T any](ctx context.Context, tx *writeTx, scan func(sqlrow.Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := sqlrow.All(rows, scan)
+	if err := errors.Join(err, rows.Close()); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // rollback ends the transaction, keeping nothing of it. It cannot fail in a
