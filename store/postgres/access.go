@@ -80,10 +80,7 @@ func (s *Store) APIKey(ctx context.Context, id string) (store.APIKey, error) {
 func (s *Store) APIKeys(ctx context.Context, tenant string) ([]store.APIKey, error) {
 	var ks []store.APIKey
 	b := s.batch(tenant)
-	b.Queue(apiKeyListSQL, namedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) (err error) {
-		ks, err = sqlrow.All(rows, func(row sqlrow.Scanner) (store.APIKey, error) { return sqlrow.APIKey(row, new(textArray)) })
-		return err
-	})
+	b.Queue(apiKeyListSQL, namedArgs{"tenant": tenant}).Query(collect(&ks, scanAPIKey))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -201,3 +198,9 @@ type textArray []string
 func (a *textArray) Dest() any { return (*[]string)(a) }
 
 func (a *textArray) Strings() ([]string, error) { return *a, nil }
+
+func scanAPIKey(row sqlrow.Scanner) (store.APIKey, error) { return sqlrow.APIKey(row, new(textArray)) }
+
+func scanWebhook(row sqlrow.Scanner) (store.Webhook, error) {
+	return sqlrow.Webhook(row, new(textArray))
+}

@@ -71,10 +71,7 @@ func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]s
 		"run_id": p.RunID,
 		"status": string(p.Status),
 		"limit":  limit,
-	}).Query(func(rows pgx.Rows) (err error) {
-		as, err = sqlrow.All(rows, sqlrow.Approval)
-		return err
-	})
+	}).Query(collect(&as, sqlrow.Approval))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
@@ -168,12 +165,7 @@ func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsP
 		}
 		// Read again now that the runs are locked: a person may have
 		// decided one of them in between.
-		rows, err := tx.Query(ctx, approvalListPendingSQL, namedArgs{"ids": dueIDs})
-		if err != nil {
-			return err
-		}
-		due, err := sqlrow.All(rows, sqlrow.Approval)
-		rows.Close()
+		due, err := queryAll(ctx, tx, sqlrow.Approval, approvalListPendingSQL, namedArgs{"ids": dueIDs})
 		if err != nil {
 			return err
 		}

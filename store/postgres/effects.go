@@ -176,10 +176,7 @@ func (s *Store) appendEvents(ctx context.Context, tx pgx.Tx, runID string, event
 func (s *Store) Effects(ctx context.Context, tenant, runID string) ([]store.Effect, error) {
 	var es []store.Effect
 	b := s.batch(tenant)
-	b.Queue(effectListSQL, namedArgs{"tenant": tenant, "run_id": runID}).Query(func(rows pgx.Rows) (err error) {
-		es, err = sqlrow.All(rows, sqlrow.Effect)
-		return err
-	})
+	b.Queue(effectListSQL, namedArgs{"tenant": tenant, "run_id": runID}).Query(collect(&es, sqlrow.Effect))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("effects of run %s: %w", runID, err)
 	}

@@ -6,8 +6,6 @@ import (
 
 	_ "embed"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/internal/sqlrow"
 )
@@ -30,10 +28,7 @@ func (s *Store) CustomerEffects(ctx context.Context, p store.CustomerEffectsPara
 		"user":       p.User,
 		"except_run": p.ExceptRun,
 		"limit":      p.Limit,
-	}).Query(func(rows pgx.Rows) (err error) {
-		es, err = sqlrow.All(rows, sqlrow.CustomerEffect)
-		return err
-	})
+	}).Query(collect(&es, sqlrow.CustomerEffect))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("effects of customer %s: %w", p.User, err)
 	}

@@ -44,12 +44,7 @@ func queueOutbox(b *pgx.Batch, runID string, now time.Time, msgs []store.OutboxM
 
 // Outbox returns a run's notifications in order.
 func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage, error) {
-	rows, err := s.pool.Query(ctx, outboxListSQL, namedArgs{"run_id": runID})
-	if err != nil {
-		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	out, err := sqlrow.All(rows, sqlrow.Outbox)
+	out, err := queryAll(ctx, s.pool, sqlrow.Outbox, outboxListSQL, namedArgs{"run_id": runID})
 	if err != nil {
 		return nil, fmt.Errorf("outbox of run %s: %w", runID, err)
 	}

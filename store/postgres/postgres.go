@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
@@ -208,6 +209,30 @@ func (s *Store) inTx(ctx context.Context, b *pgx.Batch, fn func(tx pgx.Tx) error
 		}
 	}
 	return storeError(tx.Commit(ctx))
+}
+
+// querier is what queryAll queries: the pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// queryAll runs query and reads every row it returns with scan.
+func queryAll[T any](ctx context.Context, q querier, scan func(sqlrow.Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return sqlrow.All(rows, scan)
+}
+
+// collect is a batch query's callback that reads every row into *out with
+// scan.
+func collect[T any](out *[]T, scan func(sqlrow.Scanner) (T, error)) func(pgx.Rows) error {
+	return func(rows pgx.Rows) (err error) {
+		*out, err = sqlrow.All(rows, scan)
+		return err
+	}
 }
 
 // SQLSTATEs the SQL raises on purpose (raise_if in migration 001).

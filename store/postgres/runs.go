@@ -135,10 +135,7 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 		"since":  sqlrow.Nanos(p.Since),
 		"after":  p.After,
 		"limit":  limit,
-	}).Query(func(rows pgx.Rows) (err error) {
-		runs, err = sqlrow.All(rows, sqlrow.Run)
-		return err
-	})
+	}).Query(collect(&runs, sqlrow.Run))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -161,10 +158,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 		"expires": sqlrow.Nanos(p.Now.Add(p.TTL)),
 		"limit":   p.Limit,
 		"agents":  append([]string{}, p.Agents...),
-	}).Query(func(rows pgx.Rows) (err error) {
-		runs, err = sqlrow.All(rows, sqlrow.Run)
-		return err
-	})
+	}).Query(collect(&runs, sqlrow.Run))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}

@@ -25,12 +25,7 @@ var (
 
 // Messages returns a run's messages in order.
 func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, error) {
-	rows, err := s.pool.Query(ctx, messageListSQL, namedArgs{"run_id": runID})
-	if err != nil {
-		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	ms, err := sqlrow.All(rows, sqlrow.Message)
+	ms, err := queryAll(ctx, s.pool, sqlrow.Message, messageListSQL, namedArgs{"run_id": runID})
 	if err != nil {
 		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
 	}
@@ -39,12 +34,7 @@ func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, er
 
 // Events returns a run's trace events in order.
 func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, eventListSQL, namedArgs{"run_id": runID})
-	if err != nil {
-		return nil, fmt.Errorf("events of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	es, err := sqlrow.All(rows, sqlrow.Event)
+	es, err := queryAll(ctx, s.pool, sqlrow.Event, eventListSQL, namedArgs{"run_id": runID})
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}

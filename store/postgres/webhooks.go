@@ -7,8 +7,6 @@ import (
 
 	_ "embed"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/internal/sqlrow"
 )
@@ -60,10 +58,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w store.Webhook) error {
 func (s *Store) Webhooks(ctx context.Context, tenant string) ([]store.Webhook, error) {
 	var ws []store.Webhook
 	b := s.batch(tenant)
-	b.Queue(webhookListSQL, namedArgs{"tenant": tenant}).Query(func(rows pgx.Rows) (err error) {
-		ws, err = sqlrow.All(rows, func(row sqlrow.Scanner) (store.Webhook, error) { return sqlrow.Webhook(row, new(textArray)) })
-		return err
-	})
+	b.Queue(webhookListSQL, namedArgs{"tenant": tenant}).Query(collect(&ws, scanWebhook))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
@@ -99,10 +94,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimDeliveriesPara
 		"now":     sqlrow.Nanos(p.Now),
 		"expires": sqlrow.Nanos(p.Now.Add(p.TTL)),
 		"limit":   p.Limit,
-	}).Query(func(rows pgx.Rows) (err error) {
-		ds, err = sqlrow.All(rows, sqlrow.Delivery)
-		return err
-	})
+	}).Query(collect(&ds, sqlrow.Delivery))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
@@ -140,10 +132,7 @@ func (s *Store) Deliveries(ctx context.Context, p store.ListDeliveriesParams) ([
 		"webhook_id": p.WebhookID,
 		"run_id":     p.RunID,
 		"limit":      limit,
-	}).Query(func(rows pgx.Rows) (err error) {
-		ds, err = sqlrow.All(rows, sqlrow.Delivery)
-		return err
-	})
+	}).Query(collect(&ds, sqlrow.Delivery))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
