@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
+	"embed"
 	"fmt"
 	"os"
 	"slices"
@@ -163,6 +164,15 @@ func openTest(t testing.TB, cfg Config) *Store {
 		}
 	})
 	return s
+}
+
+//go:embed query/*.sql
+var queryFiles embed.FS
+
+// TestQueries checks the queries the shared scanners read (see
+// storetest.Queries).
+func TestQueries(t *testing.T) {
+	storetest.Queries(t, queryFiles)
 }
 
 func TestConformance(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"database/sql"
+	"embed"
 	"errors"
 	"fmt"
 	"os"
@@ -23,6 +24,15 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+//go:embed query/*.sql
+var queryFiles embed.FS
+
+// TestQueries checks the queries the shared scanners read (see
+// storetest.Queries).
+func TestQueries(t *testing.T) {
+	storetest.Queries(t, queryFiles)
 }
 
 func TestConformance(t *testing.T) {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"io/fs"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -15,14 +16,20 @@ import (
 // by hand. The narrowest row type, a session, has five.
 const wideResult = 5
 
-// Queries checks a driver's queries, the .sql files at the root of
-// queries, against the scanners both drivers share (store/internal/sqlrow):
+// Queries checks a driver's queries, the .sql files of queries, against
+// the scanners both drivers share (store/internal/sqlrow):
 // a query that names its row type on a line "-- columns: run" selects, or
 // returns, exactly that row type's columns in the order its scanner reads
 // them; and a query that returns five or more columns names its row type.
 func Queries(t *testing.T, queries fs.FS) {
 	t.Helper()
-	names, err := fs.Glob(queries, "*.sql")
+	var names []string
+	err := fs.WalkDir(queries, ".", func(name string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && path.Ext(name) == ".sql" {
+			names = append(names, name)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +37,7 @@ func Queries(t *testing.T, queries fs.FS) {
 		t.Fatal("no .sql files")
 	}
 	for _, name := range names {
-		t.Run(strings.TrimSuffix(name, ".sql"), func(t *testing.T) {
+		t.Run(strings.TrimSuffix(path.Base(name), ".sql"), func(t *testing.T) {
 			b, err := fs.ReadFile(queries, name)
 			if err != nil {
 				t.Fatal(err)
