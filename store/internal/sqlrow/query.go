@@ -32,9 +32,13 @@ func RowType(query string) (string, error) {
 // list of its SELECT, or of the RETURNING of its INSERT, UPDATE or DELETE,
 // each by its alias or, for a column reference, the column's name without
 // its table's ("e.id" is "id"). Anything else is named by its text, which
-// names no column: an expression needs an alias with AS. A query that returns no rows has none;
-// one of many statements has those of the one statement that returns rows,
-// or an error if more than one do.
+// names no column: an expression needs an alias with AS. A query that
+// returns no rows has none; one of many statements has those of the one
+// statement that returns rows, or an error if more than one do.
+//
+// It reads the SQL both drivers write, not every SQL there is: a statement
+// that returns rows is found by its first SELECT, INSERT, UPDATE or DELETE
+// outside parentheses.
 func ResultColumns(query string) ([]string, error) {
 	toks, err := lex(query)
 	if err != nil {

@@ -76,3 +76,20 @@ func TestRowType(t *testing.T) {
 		}
 	}
 }
+
+// FuzzResultColumns checks that no text makes the parser panic.
+func FuzzResultColumns(f *testing.F) {
+	for _, q := range []string{
+		"SELECT id, tenant FROM runs",
+		"-- columns: run\nUPDATE runs SET a = 1 RETURNING id, (SELECT 1) AS x",
+		"WITH d AS (SELECT 1) SELECT 'a''b' AS s, \"Q\" FROM d; DELETE FROM t",
+		"SELECT /* ( */ a FROM t",
+		"SELECT ((a, b)) AS c",
+	} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		_, _ = ResultColumns(q)
+		_, _ = RowType(q)
+	})
+}

@@ -73,10 +73,10 @@ type List interface {
 	Strings() ([]string, error)
 }
 
-// columns takes the columns of a row type from its layout, a function that
-// adds each, in order, by the name queries select it as and with where Scan
-// writes it: the destinations of a scan, or only the names. One list is
-// both, so that the names a query must select are those the scanner reads.
+// columns collects a row type's columns as its layout adds them, in order,
+// each by the name queries select it as and with where Scan writes it: the
+// destinations, for a scan, or the names, for the check of the queries. One
+// layout gives both, so a query must select the columns its scanner reads.
 type columns struct {
 	dests []any
 	names []string
@@ -96,7 +96,7 @@ func (c *columns) add(name string, dest any) {
 // raw in x until decode turns them into T's fields, are added by layout.
 func scanRow[T, R any](row Scanner, x *R, layout func(*T, *R, *columns), decode func(*T, *R) error) (T, error) {
 	var v T
-	c := columns{dests: make([]any, 0, 32)}
+	c := columns{dests: make([]any, 0, 32)} // a run, the widest, has 30
 	layout(&v, x, &c)
 	if err := row.Scan(c.dests...); err != nil {
 		var zero T
