@@ -200,8 +200,11 @@ func faultAgent(cfg faultConfig, out io.Writer) *belay.Agent {
 			Effect:      belay.Irreversible,
 			HonorsKey:   kind == honorsKey,
 			Timeout:     cfg.Timeout,
-			// A lost answer is not a failure that calling again may cure.
-			Retry: belay.RetryPolicy{MaxAttempts: 3, BaseDelay: 50 * time.Millisecond},
+			Retry:       belay.RetryPolicy{MaxAttempts: 3, BaseDelay: 50 * time.Millisecond},
+			// A worker woken from a stop finds every call it had in flight
+			// timed out at once, which would open its breaker against a
+			// bank that is up: the tests are about the ledger, not it.
+			Breaker: belay.BreakerPolicy{Failures: 1000},
 			Call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 				ci, _ := belay.CallInfoFrom(ctx)
 				mark("before-send", ci.RunID, name, ci.FencingToken)

@@ -366,7 +366,7 @@ func TestFleetUnderFreezesAndKills(t *testing.T) {
 	for _, c := range []struct {
 		store string
 		runs  int
-	}{{"postgres", 400}, {"sqlite", 200}} {
+	}{{"postgres", 400}, {"sqlite", 300}} {
 		t.Run(c.store, func(t *testing.T) {
 			t.Parallel()
 			fleetCase(t, c.store, c.runs)
