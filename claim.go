@@ -126,11 +126,11 @@ func (r *Runtime) expireApprovals(ctx context.Context) error {
 // that no longer exist, so a restarted worker does not wait out the TTL. The
 // epoch check in TakeOver makes a race with a live claimer harmless.
 func (r *Runtime) takeOverDeadOwners(ctx context.Context, execute func(store.Run)) {
-	runs, err := r.store.ListRuns(ctx, store.ListRunsParams{Status: store.StatusRunning, Limit: 1000})
+	now := r.cfg.now()
+	runs, err := r.store.LeasedRuns(ctx, store.LeasedRunsParams{Now: now, Limit: 1000})
 	if err != nil {
 		return
 	}
-	now := r.cfg.now()
 	for _, run := range runs {
 		if run.LeaseOwner == "" || !run.LeaseExpires.After(now) || !r.owner.Gone(run.LeaseOwner) {
 			continue

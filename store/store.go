@@ -387,6 +387,12 @@ type ClaimRunsParams struct {
 	Agents []string
 }
 
+// LeasedRunsParams selects running runs under a live lease.
+type LeasedRunsParams struct {
+	Now   time.Time
+	Limit int
+}
+
 // TakeOverParams claims one run whose lease is still live but whose owner
 // is known to be gone. It succeeds only if the run is still at Epoch.
 type TakeOverParams struct {
@@ -540,6 +546,11 @@ type Store interface {
 	// ClaimRuns leases due runs to an owner, raising each one's epoch. A
 	// claimed queued or paused run becomes running.
 	ClaimRuns(ctx context.Context, p ClaimRunsParams) ([]Run, error)
+	// LeasedRuns returns up to p.Limit running runs whose lease has not
+	// expired by p.Now, soonest to expire first: the runs a worker may take
+	// over from an owner it proves gone. It reads them by index, so it costs
+	// the runs in flight, not every run that waits.
+	LeasedRuns(ctx context.Context, p LeasedRunsParams) ([]Run, error)
 	// TakeOver leases one run away from an owner that is gone.
 	TakeOver(ctx context.Context, p TakeOverParams) (Run, error)
 	// RenewLease extends a lease, or returns ErrLeaseLost.

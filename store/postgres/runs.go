@@ -29,6 +29,8 @@ var (
 	runClaimSQL string
 	//go:embed query/run_claim_plan.sql
 	runClaimPlanSQL string
+	//go:embed query/run_leased.sql
+	runLeasedSQL string
 	//go:embed query/run_take_over.sql
 	runTakeOverSQL string
 	//go:embed query/run_renew_lease.sql
@@ -138,6 +140,18 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 	}).Query(collect(&runs, sqlrow.Run))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// LeasedRuns returns running runs under a live lease, soonest to expire
+// first, over every tenant.
+func (s *Store) LeasedRuns(ctx context.Context, p store.LeasedRunsParams) ([]store.Run, error) {
+	var runs []store.Run
+	b := s.batch("")
+	b.Queue(runLeasedSQL, namedArgs{"now": sqlrow.Nanos(p.Now), "limit": max(p.Limit, 0)}).Query(collect(&runs, sqlrow.Run))
+	if err := s.send(ctx, b); err != nil {
+		return nil, fmt.Errorf("leased runs: %w", err)
 	}
 	return runs, nil
 }

@@ -29,6 +29,8 @@ var (
 	runDueSQL string
 	//go:embed query/run_claim.sql
 	runClaimSQL string
+	//go:embed query/run_leased.sql
+	runLeasedSQL string
 	//go:embed query/run_take_over.sql
 	runTakeOverSQL string
 	//go:embed query/run_renew_lease.sql
@@ -131,6 +133,17 @@ func (s *Store) ListRuns(ctx context.Context, p store.ListRunsParams) ([]store.R
 	)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// LeasedRuns returns running runs under a live lease, soonest to expire
+// first.
+func (s *Store) LeasedRuns(ctx context.Context, p store.LeasedRunsParams) ([]store.Run, error) {
+	runs, err := readAll(ctx, s.read, sqlrow.Run, runLeasedSQL,
+		sql.Named("now", sqlrow.Nanos(p.Now)), sql.Named("limit", int64(max(p.Limit, 0))))
+	if err != nil {
+		return nil, fmt.Errorf("leased runs: %w", err)
 	}
 	return runs, nil
 }

@@ -289,3 +289,46 @@ func testClaimOnlyTheseAgents(t *testing.T, s store.Store) {
 		t.Errorf("claim for %s took %v, want %v", theirs, got, want)
 	}
 }
+
+// LeasedRuns lists the runs in flight under a live lease, soonest to
+// expire first, and no other: not one whose lease has expired, nor a queued,
+// waiting or ended one.
+func testLeasedRuns(t *testing.T, s store.Store) {
+	late := claimRun(t, s, newRun(t, s, store.CreateRunParams{}).ID, "w1", t0, 2*time.Hour)
+	soon := claimRun(t, s, newRun(t, s, store.CreateRunParams{}).ID, "w2", t0, time.Hour)
+	expired := claimRun(t, s, newRun(t, s, store.CreateRunParams{}).ID, "w3", t0, time.Minute)
+	waiting := claimRun(t, s, newRun(t, s, store.CreateRunParams{}).ID, "w4", t0, time.Hour)
+	park(t, s, waiting, store.StatusWaitingApproval, time.Time{})
+	queued := newRun(t, s, store.CreateRunParams{})
+
+	mine := map[string]bool{late.ID: true, soon.ID: true, expired.ID: true, queued.ID: true, waiting.ID: true}
+	leased := func(limit int) []string {
+		t.Helper()
+		runs, err := s.LeasedRuns(t.Context(), store.LeasedRunsParams{Now: t0.Add(30 * time.Minute), Limit: limit})
+		if err != nil {
+			t.Fatalf("LeasedRuns: %v", err)
+		}
+		var got []string
+		for _, r := range runs {
+			if mine[r.ID] {
+				got = append(got, r.ID)
+			}
+		}
+		return got
+	}
+	if got, want := leased(100), []string{soon.ID, late.ID}; !slices.Equal(got, want) {
+		t.Errorf("LeasedRuns: %v, want %v (soonest to expire first)", got, want)
+	}
+	if got := leased(1); len(got) > 1 {
+		t.Errorf("LeasedRuns with limit 1: %v", got)
+	}
+	runs, err := s.LeasedRuns(t.Context(), store.LeasedRunsParams{Now: t0.Add(30 * time.Minute), Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.ID == soon.ID {
+			checkRun(t, "leased run", r, soon)
+		}
+	}
+}

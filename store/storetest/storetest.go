@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimLimitAndOrder", testClaimLimitAndOrder},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"TakeOver", testTakeOver},
+		{"LeasedRuns", testLeasedRuns},
 		{"RenewLease", testRenewLease},
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
 		{"CheckpointStaleEpoch", testCheckpointStaleEpoch},
