@@ -45,8 +45,10 @@
 // without calling blindly again (a request written over HTTP to a kept-alive
 // connection just as the server closed it counts as one that may have
 // arrived). A 429 or 503 is transient and keeps the session, with the
-// server's Retry-After. A server that hangs without dying is not restarted:
-// its calls time out.
+// server's Retry-After. A 400, 401 or 403 is the server (or a proxy before
+// it) refusing the request before running it: a plain error for the model,
+// whatever the tool, and the next call opens a new session. A server that
+// hangs without dying is not restarted: its calls time out.
 //
 // # Goroutines and processes
 //
