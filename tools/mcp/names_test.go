@@ -141,3 +141,23 @@ func TestRewrittenNamesAreStable(t *testing.T) {
 		}
 	}
 }
+
+// Client.Tool finds a tool by the server's name for it, rewritten or not.
+func TestToolByTheServersName(t *testing.T) {
+	t.Parallel()
+	c := connect(t, Server{Name: "names", URL: namedServer(t, awkwardNames), Prefix: "fs_"})
+	tool, err := c.Tool(t.Context(), "files/read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Called string `json:"called"`
+	}
+	mustUnmarshalJSON(t, mustCall(t, tool, `{}`), &out)
+	if !strings.HasPrefix(tool.Name, "fs_files_read_") || out.Called != "files/read" {
+		t.Errorf("tool %q called %q, want fs_files_read_... calling files/read", tool.Name, out.Called)
+	}
+	if _, err := c.Tool(t.Context(), "files.write"); err == nil || !strings.Contains(err.Error(), "no tool files.write") {
+		t.Errorf("a tool the server lacks: err = %v", err)
+	}
+}

@@ -26,9 +26,29 @@ import (
 // a hash of the whole name instead. The names depend only on the set of
 // names the server lists, so they hold across restarts.
 func (c *Client) Tools(ctx context.Context) ([]belay.Tool, error) {
+	tools, _, err := c.list(ctx)
+	return tools, err
+}
+
+// Tool returns the tool the server names name, as Tools makes it: for code
+// that calls a tool itself, such as a requirement's check.
+func (c *Client) Tool(ctx context.Context, name string) (belay.Tool, error) {
+	tools, names, err := c.list(ctx)
+	if err != nil {
+		return belay.Tool{}, err
+	}
+	if i := slices.Index(names, name); i >= 0 {
+		return tools[i], nil
+	}
+	return belay.Tool{}, fmt.Errorf("tools/mcp: server %s has no tool %s", c.srv.Name, name)
+}
+
+// list lists the server's tools as Tools returns them, with the server's
+// name of each.
+func (c *Client) list(ctx context.Context) ([]belay.Tool, []string, error) {
 	cs, err := c.connected(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var listed []*mcpsdk.Tool
 	var names []string
@@ -38,7 +58,7 @@ func (c *Client) Tools(ctx context.Context) ([]belay.Tool, error) {
 			if ctx.Err() == nil && !answeredWithError(err) {
 				c.lost(cs, err)
 			}
-			return nil, fmt.Errorf("tools/mcp: list tools of %s: %w", c.srv.Name, err)
+			return nil, nil, fmt.Errorf("tools/mcp: list tools of %s: %w", c.srv.Name, err)
 		}
 		seen[t.Name] = true
 		listed = append(listed, t)
@@ -46,13 +66,13 @@ func (c *Client) Tools(ctx context.Context) ([]belay.Tool, error) {
 	}
 	provider, err := providerNames(c.srv.Prefix, names)
 	if err != nil {
-		return nil, fmt.Errorf("tools/mcp: %s: %w", c.srv.Name, err)
+		return nil, nil, fmt.Errorf("tools/mcp: %s: %w", c.srv.Name, err)
 	}
 	tools := make([]belay.Tool, 0, len(listed))
 	for _, t := range listed {
 		bt, err := c.tool(t, provider[t.Name])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tools = append(tools, bt)
 	}
@@ -64,9 +84,9 @@ func (c *Client) Tools(ctx context.Context) ([]belay.Tool, error) {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return nil, fmt.Errorf("tools/mcp: server %s has no tool %s (configured in Tools)", c.srv.Name, strings.Join(unknown, ", "))
+		return nil, nil, fmt.Errorf("tools/mcp: server %s has no tool %s (configured in Tools)", c.srv.Name, strings.Join(unknown, ", "))
 	}
-	return tools, nil
+	return tools, names, nil
 }
 
 // tool makes the server's tool t the belay.Tool named as.
