@@ -57,6 +57,50 @@ func (b Budget) override(o Budget) Budget {
 type runBudget struct {
 	Budget
 	DeadlineAt time.Time `json:"deadline_at,omitzero"`
+	// OnAgent marks the budget of a run created before budgets were
+	// recorded (migration 002) that an operator raised: its limits are the
+	// agent's, which the operator does not know, and Budget and DeadlineAt
+	// hold what was added to them (see onAgent).
+	OnAgent bool `json:"on_agent,omitempty"`
+}
+
+// recorded reports whether b holds the run's own limits. Every budget
+// StartRun records has turns: one without was never recorded, or is
+// OnAgent.
+func (b runBudget) recorded() bool { return !b.OnAgent && b.MaxTurns != 0 }
+
+// onAgent is the budget of a run created at created before budgets were
+// recorded: the agent's a, its deadline counted from the run's start as
+// StartRun would have fixed it, with what operators added (b).
+func (b runBudget) onAgent(a Budget, created time.Time) runBudget {
+	out := runBudget{Budget: a}
+	out.MaxTurns += b.MaxTurns
+	out.raiseLimits(b.MaxInputTokens, b.MaxOutputTokens, b.MaxUSD)
+	if a.Deadline > 0 {
+		// Each raise moves a deadline to max(deadline, now) + time. As max
+		// distributes over +, that is the later of the agent's deadline
+		// plus all the time added and where the raises moved it from their
+		// own now.
+		out.DeadlineAt = created.Add(a.Deadline + b.Deadline)
+		if b.DeadlineAt.After(out.DeadlineAt) {
+			out.DeadlineAt = b.DeadlineAt
+		}
+	}
+	return out
+}
+
+// raiseLimits raises the token and dollar limits b has; it adds none.
+func (b *runBudget) raiseLimits(input, output int64, usd float64) {
+	if b.MaxInputTokens != 0 {
+		b.MaxInputTokens += input
+	}
+	if b.MaxOutputTokens != 0 {
+		b.MaxOutputTokens += output
+	}
+	if b.MaxUSD != 0 {
+		// Rounded to the nanodollar so repeated raises do not drift.
+		b.MaxUSD = model.USD(b.MaxUSD + usd).Dollars()
+	}
 }
 
 // Raise is what an operator adds to a run's budget to let it continue.
@@ -69,17 +113,25 @@ type Raise struct {
 }
 
 func (b runBudget) raise(r Raise, now time.Time) runBudget {
-	b.MaxTurns += r.Turns
-	if b.MaxInputTokens != 0 {
+	if !b.recorded() {
+		// The agent's limits are not known here: what is added is kept
+		// apart, and added to them when the run reads its budget.
+		b.OnAgent = true
+		b.MaxTurns += r.Turns
 		b.MaxInputTokens += r.InputTokens
-	}
-	if b.MaxOutputTokens != 0 {
 		b.MaxOutputTokens += r.OutputTokens
-	}
-	if b.MaxUSD != 0 {
-		// Rounded to the nanodollar so repeated raises do not drift.
 		b.MaxUSD = model.USD(b.MaxUSD + r.USD).Dollars()
+		if r.Time > 0 {
+			b.Deadline += r.Time
+			if b.DeadlineAt.Before(now) {
+				b.DeadlineAt = now
+			}
+			b.DeadlineAt = b.DeadlineAt.Add(r.Time)
+		}
+		return b
 	}
+	b.MaxTurns += r.Turns
+	b.raiseLimits(r.InputTokens, r.OutputTokens, r.USD)
 	if !b.DeadlineAt.IsZero() && r.Time > 0 {
 		if b.DeadlineAt.Before(now) {
 			b.DeadlineAt = now
@@ -178,12 +230,15 @@ func estimateInputTokens(ctx context.Context, m model.Model, req model.Request) 
 
 func (x *execution) budget() (runBudget, error) {
 	var b runBudget
-	if len(x.run.Budget) == 0 {
-		b.Budget = x.agent.Budget
+	if len(x.run.Budget) > 0 {
+		if err := json.Unmarshal(x.run.Budget, &b); err != nil {
+			return b, fmt.Errorf("decode budget of run %s: %w", x.run.ID, err)
+		}
+	}
+	if b.recorded() {
 		return b, nil
 	}
-	if err := json.Unmarshal(x.run.Budget, &b); err != nil {
-		return b, fmt.Errorf("decode budget of run %s: %w", x.run.ID, err)
-	}
-	return b, nil
+	// A run created before migration 002 (its budget NULL), which an
+	// operator may have raised since: it is held to its agent's limits.
+	return b.onAgent(x.agent.Budget, x.run.CreatedAt), nil
 }

@@ -1,6 +1,6 @@
 // Package config loads agents from a file, so that a user runs a real agent
-// (a model provider, instructions, MCP servers and their tools, a policy and
-// a budget) without writing Go:
+// (a model provider, instructions, MCP servers and their tools, a policy, a
+// budget and the requirements that make a run done) without writing Go:
 //
 //	agents:
 //	  - name: support
@@ -15,14 +15,64 @@
 //	          refund: {effect: irreversible, key_fields: [charge_id, amount_usd]}
 //	    policy: support-policy.yaml
 //	    budget: {max_turns: 30, max_usd: 0.50, deadline: 10m}
+//	    requirements:
+//	      - name: order refunded
+//	        http_get: https://billing.internal/tickets/${ticket}
+//	        headers_from_env: {Authorization: BILLING_AUTHORIZATION}
+//	        expect: result.status == "refunded"
+//	      - name: refund on record
+//	        mcp: {server: billing, tool: list_refunds, args: {ticket: "${ticket}"}}
+//	        expect: >
+//	          effects.exists(e, e.tool == "refund" && e.state == "done"
+//	            && e.result.refund_id in result.refunds.map(r, r.id))
 //
 // Mistakes are errors that name the file, the line and the field.
+//
+// # Requirements
+//
+// A requirement is checked when the run's model stops calling tools; the
+// run is done only if every one holds, and escalates unverified otherwise.
+// Each fetches a JSON result, by an HTTP GET (http_get, with headers, and
+// headers_from_env for credentials, which are read from the environment
+// when the agents are built and never written anywhere) or from a read tool
+// of one of the agent's MCP servers (mcp), and holds it to expect, an
+// expression in CEL, the Common Expression Language (https://cel.dev): a
+// small language, without loops or side effects, whose evaluation is
+// bounded. Its variables are the run's own data:
+//
+//   - ticket: the run's client request id, often the ticket or order it is
+//     about;
+//   - input: the run's input;
+//   - run_id, tenant and user;
+//   - effects: the run's side effects in the order they began, each a map
+//     of tool (the name the model called), key (its idempotency key),
+//     state ("done", "failed", "unknown" or "pending"), args and result (as
+//     JSON);
+//   - result, in expect alone: the GET's body or the tool's result, as JSON
+//     (objects are maps, numbers doubles).
+//
+// In http_get and in the strings of mcp.args, ${...} is replaced by the
+// value of the expression inside: in a URL as text escaped for the path or
+// the query where it stands (it cannot stand in the scheme or host: the
+// run's data does not choose where a request goes); in an argument, a
+// string that is one ${...} takes the value whatever its type, and one with
+// other text too takes it as text. $${ is a literal ${. Expressions are
+// compiled, and their variables and types checked, when the file is loaded.
+//
+// A check fails closed: a GET that gets no answer, a redirect (not
+// followed, so headers go only where the file says) or a status other than
+// 2xx, a body that is not JSON, an expression that fails (a missing field
+// included) or is not true: the requirement does not hold, and its error is
+// in the run's verify event. Effects are read from the ledger BuildWith is
+// given (BuildParams.Effects); without one, a requirement that reads them
+// does not hold.
 package config
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,6 +92,7 @@ type File struct {
 	Agents []Agent `yaml:"agents"`
 
 	path string
+	data []byte
 }
 
 // Agent configures one agent.
@@ -61,6 +112,10 @@ type Agent struct {
 	// belay.DefaultPolicy.
 	Policy string `yaml:"policy"`
 	Budget Budget `yaml:"budget"`
+	// Requirements are checked against the world when the model stops
+	// calling tools; a run is done only if all hold. Without any, a run ends
+	// done with stop reason no_requirements.
+	Requirements []Requirement `yaml:"requirements"`
 }
 
 // Model says which model answers and how its client retries.
@@ -147,7 +202,7 @@ func Load(path string) (*File, error) {
 
 // Parse reads and checks a configuration. name is used in errors.
 func Parse(name string, data []byte) (*File, error) {
-	f := &File{path: name}
+	f := &File{path: name, data: data}
 	if err := yaml.UnmarshalWithOptions(data, f, yaml.DisallowUnknownField()); err != nil {
 		return nil, fmt.Errorf("%s:%s", name, strings.TrimPrefix(oneLine(yaml.FormatError(err, false, false)), "["))
 	}
@@ -173,6 +228,10 @@ func (f *File) check(data []byte) error {
 	}
 	if len(f.Agents) == 0 {
 		fail("$", "no agents: add at least one under agents:")
+	}
+	envs, err := newCELEnvs()
+	if err != nil {
+		return fmt.Errorf("%s: requirements: %w", f.path, err)
 	}
 	seen := map[string]bool{}
 	for i, a := range f.Agents {
@@ -218,6 +277,7 @@ func (f *File) check(data []byte) error {
 				}
 			}
 		}
+		checkRequirements(envs, &f.Agents[i], at, fail)
 	}
 	return errors.Join(errs...)
 }
@@ -239,9 +299,33 @@ func lineOf(data []byte, path string) int {
 // stay out of this package's imports, and tests can substitute one.
 type ModelBuilder func(ctx context.Context, m Model) (model.Model, error)
 
-// Build makes the agents: it connects to their MCP servers, lists their
-// tools and loads their policy files. close disconnects the MCP servers.
+// BuildParams is what BuildWith needs besides the file.
+type BuildParams struct {
+	// Models makes the models the file names. Required.
+	Models ModelBuilder
+	// Effects reads a run's ledger for the requirements whose expressions
+	// read effects: pass the runtime's store. Nil: such a requirement does
+	// not hold, and its error says why.
+	Effects EffectReader
+	// HTTPClient sends the requirements' GETs, without following
+	// redirects. Default: a client of its own.
+	HTTPClient *http.Client
+}
+
+// Build is BuildWith with only the models: requirements that read the
+// run's effects do not hold.
 func (f *File) Build(ctx context.Context, models ModelBuilder) (agents []*belay.Agent, close func() error, err error) {
+	return f.BuildWith(ctx, BuildParams{Models: models})
+}
+
+// BuildWith makes the agents: it connects to their MCP servers, lists their
+// tools, loads their policy files and makes their requirements' checks.
+// close disconnects the MCP servers.
+func (f *File) BuildWith(ctx context.Context, p BuildParams) (agents []*belay.Agent, close func() error, err error) {
+	if p.Models == nil {
+		return nil, func() error { return nil }, errors.New("config: BuildParams.Models is required")
+	}
+	models := p.Models
 	var clients []*mcp.Client
 	close = func() error {
 		var errs []error
@@ -255,7 +339,7 @@ func (f *File) Build(ctx context.Context, models ModelBuilder) (agents []*belay.
 			_ = close()
 		}
 	}()
-	for _, a := range f.Agents {
+	for i, a := range f.Agents {
 		m, err := models(ctx, a.Model)
 		if err != nil {
 			return nil, close, fmt.Errorf("%s: agent %q: model: %w", f.path, a.Name, err)
@@ -270,6 +354,7 @@ func (f *File) Build(ctx context.Context, models ModelBuilder) (agents []*belay.
 			MaxOutputTokens: a.MaxOutputTokens,
 			Budget: belay.Budget{MaxTurns: a.Budget.MaxTurns, MaxInputTokens: a.Budget.MaxInputTokens,
 				MaxOutputTokens: a.Budget.MaxOutputTokens, MaxUSD: a.Budget.MaxUSD, Deadline: a.Budget.Deadline.D}}
+		byName := map[string]*mcp.Client{}
 		for _, s := range a.MCPServers {
 			srv := mcp.Server{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Prefix: s.Prefix,
 				IgnoreAnnotations: s.IgnoreAnnotations, Tools: map[string]mcp.ToolConfig{}}
@@ -282,6 +367,7 @@ func (f *File) Build(ctx context.Context, models ModelBuilder) (agents []*belay.
 				return nil, close, fmt.Errorf("%s: agent %q: MCP server %q: %w", f.path, a.Name, s.Name, err)
 			}
 			clients = append(clients, c)
+			byName[s.Name] = c
 			tools, err := c.Tools(ctx)
 			if err != nil {
 				return nil, close, fmt.Errorf("%s: agent %q: MCP server %q: %w", f.path, a.Name, s.Name, err)
@@ -298,6 +384,13 @@ func (f *File) Build(ctx context.Context, models ModelBuilder) (agents []*belay.
 				return nil, close, fmt.Errorf("%s: agent %q: %w", f.path, a.Name, err)
 			}
 			agent.Policy, agent.PolicyVersion = p.Policy(), p.Version()
+		}
+		for j, r := range a.Requirements {
+			req, err := f.requirement(ctx, fmt.Sprintf("$.agents[%d].requirements[%d]", i, j), r, byName, p)
+			if err != nil {
+				return nil, close, err
+			}
+			agent.Requirements = append(agent.Requirements, req)
 		}
 		agents = append(agents, agent)
 	}

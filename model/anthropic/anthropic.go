@@ -24,14 +24,22 @@
 // (Config.MaxRetries); what still fails becomes a *model.Error whose class
 // tells the runtime whether to pause the run or fail it. The API key never
 // appears in an error.
+//
+// A call the API answered is never sent again by the adapter: a streamed
+// answer that breaks off is not the SDK's to retry, and a non-streaming 200
+// whose body breaks off, which the SDK would send again (and the API bill
+// again), is returned as a network error instead and counted
+// (Stats.CutOff, and a warning to Config.Logger).
 package anthropic
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -63,8 +71,11 @@ type Config struct {
 	// DisableStreaming sends requests without streaming. By default the
 	// response is streamed and accumulated with the SDK's accumulator, so a
 	// long output keeps the connection busy instead of idle until a proxy or
-	// the SDK gives up on it.
+	// the SDK gives up on it. Without streaming, an answer whose body
+	// breaks off after its 200 is not sent again (see Stats.CutOff).
 	DisableStreaming bool
+	// Logger is warned of an answer that broke off. Default: discard.
+	Logger *slog.Logger
 	// HTTPClient sends the requests. Default: the SDK's.
 	HTTPClient *http.Client
 	// AdaptiveThinking lets the model think before it answers, as much as it
@@ -100,6 +111,9 @@ func (c Config) withDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = defaultTimeout
 	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	return c
 }
 
@@ -127,7 +141,28 @@ type Model struct {
 	stream   bool
 	timeout  time.Duration
 	// errs makes the errors of failed calls, the API key struck from them.
-	errs httperr.Provider
+	errs   httperr.Provider
+	logger *slog.Logger
+
+	requests, retries, cutOff atomic.Int64
+}
+
+// Stats counts what a Model's calls met on the wire since New.
+type Stats struct {
+	// Requests counts the HTTP requests sent, the SDK's retries included.
+	Requests int64
+	// Retries counts the requests that were the SDK's retries of an
+	// attempt that failed (a 429, 529, 5xx or a lost connection).
+	Retries int64
+	// CutOff counts the non-streaming answers whose body broke off after
+	// a 200. The API had answered, and billed, so the call was not sent
+	// again; Generate returned a network error for it.
+	CutOff int64
+}
+
+// Stats returns the model's counts so far.
+func (m *Model) Stats() Stats {
+	return Stats{Requests: m.requests.Load(), Retries: m.retries.Load(), CutOff: m.cutOff.Load()}
 }
 
 var _ model.Model = (*Model)(nil)
@@ -158,11 +193,12 @@ func New(cfg Config) (*Model, error) {
 	}
 	m := &Model{
 		name:    cfg.Model,
-		client:  sdk.NewClient(opts...),
 		stream:  !cfg.DisableStreaming,
 		timeout: cfg.Timeout,
 		errs:    httperr.Provider{Name: "anthropic", Key: cfg.APIKey},
+		logger:  cfg.Logger,
 	}
+	m.client = sdk.NewClient(append(opts, option.WithMiddleware(m.count))...)
 	switch {
 	case cfg.AdaptiveThinking:
 		m.thinking.OfAdaptive = &sdk.ThinkingConfigAdaptiveParam{}
@@ -206,7 +242,11 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	if m.stream {
 		msg, err = m.streamed(call, params)
 	} else {
-		msg, err = m.client.Messages.New(call, params)
+		var res *http.Response
+		msg, err = m.client.Messages.New(call, params, option.WithMiddleware(answeredOnce), option.WithResponseInto(&res))
+		if err != nil && ctx.Err() == nil && res != nil && res.StatusCode < 300 {
+			err = m.cutOffAnswer(res, err)
+		}
 	}
 	if err != nil {
 		// Classified by the caller's context: a call that ran out of its
@@ -230,6 +270,38 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 			OutputTokens: u.OutputTokens,
 		},
 	}, nil
+}
+
+// count counts every request the SDK sends, its retries apart.
+func (m *Model) count(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	m.requests.Add(1)
+	if n := req.Header.Get("X-Stainless-Retry-Count"); n != "" && n != "0" {
+		m.retries.Add(1)
+	}
+	return next(req)
+}
+
+// answeredOnce marks a 200 as not to be retried. The SDK reads a
+// non-streaming body as part of the attempt and sends the call again if
+// the body breaks off, unless the response says x-should-retry: false; but
+// the API has answered, and bills for the call, whatever became of the
+// body.
+func answeredOnce(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res.StatusCode >= 200 && res.StatusCode < 300 {
+		res.Header.Set("X-Should-Retry", "false")
+	}
+	return res, err
+}
+
+// cutOffAnswer counts an answer whose body broke off after a 200 and says
+// why it was not sent again.
+func (m *Model) cutOffAnswer(res *http.Response, err error) error {
+	n := m.cutOff.Add(1)
+	id := res.Header.Get("request-id")
+	m.logger.Warn("anthropic: an answer broke off after 200 OK; the call is not sent again, as the API may bill for it",
+		"model", m.name, "request_id", id, "cut_off", n)
+	return fmt.Errorf("the answer (HTTP %d, request %s) broke off and is not sent again, as the API may bill for it: %w", res.StatusCode, id, err)
 }
 
 // streamed sends params with streaming and accumulates the events into the

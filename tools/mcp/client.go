@@ -175,8 +175,10 @@ func (c *Client) call(ctx context.Context, name string, retrySafe bool, args jso
 // callError sorts a failed call into what the runtime knows how to handle:
 //   - the call's context ended: returned as is (the runtime makes a timeout
 //     of it);
-//   - the server answered with a JSON-RPC error: a plain error, for the
-//     model to read;
+//   - the server answered with a JSON-RPC error, or refused the request
+//     with a 400, 401 or 403 before running it: a plain error, for the
+//     model to read (nothing was applied, and calling again as it is would
+//     be refused again);
 //   - the request never reached the server (no connection, a refused
 //     connection, a dead pipe, a 429 or 503): transient;
 //   - the connection was lost after the request may have reached the
@@ -190,6 +192,13 @@ func (c *Client) callError(ctx context.Context, cs *mcpsdk.ClientSession, name s
 	}
 	if answeredWithError(err) {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if status := d.rejectedWith(); status != 0 {
+		err = fmt.Errorf("MCP server %s refused %s with HTTP %d before running it: %w", c.srv.Name, name, status, err)
+		// The SDK fails the session on an error status it cannot read as
+		// a JSON-RPC answer: the next call opens another.
+		c.lost(cs, err)
+		return err
 	}
 	err = fmt.Errorf("MCP server %s: %s: %w", c.srv.Name, name, err)
 	if retryAfter, ok := d.serverBusy(); ok {

@@ -24,6 +24,19 @@
 // may be made again. Annotations are the server's claims about itself; for a
 // server you do not trust, set Server.IgnoreAnnotations.
 //
+// # Tool names
+//
+// Model providers accept tool names of 1 to 64 letters, digits, "_" and
+// "-"; MCP allows more ("files.read", "github/create_issue"). Client.Tools
+// keeps a name providers accept and rewrites another, each character they
+// refuse made "_"; two names that rewrite alike, or one longer than 64,
+// end in "_" and 8 hex digits of a hash of the whole name instead, so no
+// two tools share a name. The Belay tool calls the server's tool by its own
+// name. The rewriting depends only on the names the server lists, so an
+// agent's version, and the runs resumed on it, hold across restarts.
+// Policies and Server.Tools name tools as Belay and the server do:
+// policies by the rewritten name, Server.Tools by the server's.
+//
 // # Trace context and idempotency keys
 //
 // Every tools/call carries in its _meta the W3C trace context of the step
@@ -45,8 +58,10 @@
 // without calling blindly again (a request written over HTTP to a kept-alive
 // connection just as the server closed it counts as one that may have
 // arrived). A 429 or 503 is transient and keeps the session, with the
-// server's Retry-After. A server that hangs without dying is not restarted:
-// its calls time out.
+// server's Retry-After. A 400, 401 or 403 is the server (or a proxy before
+// it) refusing the request before running it: a plain error for the model,
+// whatever the tool, and the next call opens a new session. A server that
+// hangs without dying is not restarted: its calls time out.
 //
 // # Goroutines and processes
 //

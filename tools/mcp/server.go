@@ -51,7 +51,8 @@ type Server struct {
 
 	// Prefix is put before every tool name the model sees ("github_" makes
 	// "create_issue" into "github_create_issue"), to keep the tools of
-	// different servers apart. Default: none.
+	// different servers apart; the whole name is then rewritten if a model
+	// provider would refuse it (see Client.Tools). Default: none.
 	Prefix string
 	// Tools configures tools by the name the server gives them (without
 	// Prefix). A tool not named here takes everything from its annotations;

@@ -14,28 +14,66 @@ import (
 )
 
 // Tools lists the server's tools and returns each as a belay.Tool: its name
-// (after Prefix), description and input schema as the server gives them,
-// its effect class and HonorsKey from configuration or annotations (see
-// EffectOf), and a Call that calls it on this client.
+// (after Prefix, rewritten if a model provider would refuse it), description
+// and input schema as the server gives them, its effect class and HonorsKey
+// from configuration or annotations (see EffectOf), and a Call that calls it
+// on this client by the server's own name.
+//
+// Providers accept tool names of 1 to 64 letters, digits, "_" and "-"; MCP
+// allows more. A name they would refuse has each other character replaced
+// by "_" ("files.read" becomes "files_read"); if that makes it another
+// tool's name, or it is longer than 64, it ends in "_" and 8 hex digits of
+// a hash of the whole name instead. The names depend only on the set of
+// names the server lists, so they hold across restarts.
 func (c *Client) Tools(ctx context.Context) ([]belay.Tool, error) {
+	tools, _, err := c.list(ctx)
+	return tools, err
+}
+
+// Tool returns the tool the server names name, as Tools makes it: for code
+// that calls a tool itself, such as a requirement's check.
+func (c *Client) Tool(ctx context.Context, name string) (belay.Tool, error) {
+	tools, names, err := c.list(ctx)
+	if err != nil {
+		return belay.Tool{}, err
+	}
+	if i := slices.Index(names, name); i >= 0 {
+		return tools[i], nil
+	}
+	return belay.Tool{}, fmt.Errorf("tools/mcp: server %s has no tool %s", c.srv.Name, name)
+}
+
+// list lists the server's tools as Tools returns them, with the server's
+// name of each.
+func (c *Client) list(ctx context.Context) ([]belay.Tool, []string, error) {
 	cs, err := c.connected(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var tools []belay.Tool
+	var listed []*mcpsdk.Tool
+	var names []string
 	seen := map[string]bool{}
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			if ctx.Err() == nil && !answeredWithError(err) {
 				c.lost(cs, err)
 			}
-			return nil, fmt.Errorf("tools/mcp: list tools of %s: %w", c.srv.Name, err)
-		}
-		bt, err := c.tool(t)
-		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("tools/mcp: list tools of %s: %w", c.srv.Name, err)
 		}
 		seen[t.Name] = true
+		listed = append(listed, t)
+		names = append(names, t.Name)
+	}
+	provider, err := providerNames(c.srv.Prefix, names)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tools/mcp: %s: %w", c.srv.Name, err)
+	}
+	tools := make([]belay.Tool, 0, len(listed))
+	for _, t := range listed {
+		bt, err := c.tool(t, provider[t.Name])
+		if err != nil {
+			return nil, nil, err
+		}
 		tools = append(tools, bt)
 	}
 	var unknown []string
@@ -46,12 +84,13 @@ func (c *Client) Tools(ctx context.Context) ([]belay.Tool, error) {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return nil, fmt.Errorf("tools/mcp: server %s has no tool %s (configured in Tools)", c.srv.Name, strings.Join(unknown, ", "))
+		return nil, nil, fmt.Errorf("tools/mcp: server %s has no tool %s (configured in Tools)", c.srv.Name, strings.Join(unknown, ", "))
 	}
-	return tools, nil
+	return tools, names, nil
 }
 
-func (c *Client) tool(t *mcpsdk.Tool) (belay.Tool, error) {
+// tool makes the server's tool t the belay.Tool named as.
+func (c *Client) tool(t *mcpsdk.Tool, as string) (belay.Tool, error) {
 	schema := json.RawMessage(`{"type":"object"}`)
 	if t.InputSchema != nil {
 		raw, err := json.Marshal(t.InputSchema)
@@ -79,7 +118,7 @@ func (c *Client) tool(t *mcpsdk.Tool) (belay.Tool, error) {
 	name := t.Name
 	retrySafe := effect == belay.Read || honorsKey
 	return belay.Tool{
-		Name:        c.srv.Prefix + name,
+		Name:        as,
 		Description: description,
 		InputSchema: schema,
 		Effect:      effect,

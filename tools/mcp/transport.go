@@ -25,12 +25,15 @@ type delivery struct {
 	attempted bool
 	// refused: the transport proved that the server did not take the
 	// request on: the connection was refused, the pipe had no reader, or
-	// the server answered 404 for the session, 429 or 503.
+	// the server answered 404 for the session, 400, 401, 403, 429 or 503.
 	refused bool
 	// busy: the refusal was a 429 or 503, which leaves the session good.
 	busy bool
 	// retryAfter is the server's Retry-After with a 429 or 503.
 	retryAfter time.Duration
+	// rejected is the status of a 400, 401 or 403: the server judged the
+	// request and refused it, which calling again does not change.
+	rejected int
 }
 
 func (d *delivery) attempt() {
@@ -49,6 +52,19 @@ func (d *delivery) refuseBusy(retryAfter time.Duration) {
 	d.mu.Lock()
 	d.refused, d.busy, d.retryAfter = true, true, retryAfter
 	d.mu.Unlock()
+}
+
+func (d *delivery) reject(status int) {
+	d.mu.Lock()
+	d.refused, d.rejected = true, status
+	d.mu.Unlock()
+}
+
+// rejectedWith reports the status of a 400, 401 or 403, or 0.
+func (d *delivery) rejectedWith() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.rejected
 }
 
 // mayHaveArrived reports whether the server may have received the request.
@@ -145,6 +161,12 @@ func (t trackingRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		// The server no longer knows the session (it restarted): it
 		// rejected the request without running it.
 		d.refuse()
+	case resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden:
+		// Refused before anything ran: credentials or a request that an
+		// authenticating proxy or the server's transport turned away. An
+		// HTTP status is the transport's answer; a tool that ran answers
+		// with a JSON-RPC result or error, even over an error status.
+		d.reject(resp.StatusCode)
 	}
 	return resp, err
 }
