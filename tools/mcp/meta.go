@@ -2,9 +2,7 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -51,19 +49,19 @@ func requestMeta(ctx context.Context) map[string]any {
 }
 
 // traceparent derives a W3C traceparent from a call: the trace id is the
-// run's (belay.TraceIDs, the one the tracing package exports spans under), so
-// all of a run's calls share its trace, and the span id from the run, step
-// and tool_use, so the same call always gets the same span id, retries
-// included. Sampled, since nothing here decides otherwise.
+// run's (belay.TraceIDs) and the span id the call's (belay.ToolSpanID), the
+// ids the tracing package exports the run's spans under, so the server's
+// spans join the run's trace as children of the call that made them. The
+// same call under one lease gets the same span id in every attempt.
+// Sampled, since nothing here decides otherwise.
 func traceparent(ci belay.CallInfo) string {
 	trace, _ := belay.TraceIDs(ci.RunID, ci.Step)
-	span := sha256.Sum256([]byte("belay span\x00" + ci.RunID + "\x00" + strconv.Itoa(ci.Step) + "\x00" + ci.ToolUseID))
-	traceID, spanID := trace[:], span[:8]
+	span := belay.ToolSpanID(ci.RunID, ci.Step, ci.ToolUseID, ci.FencingToken)
+	traceID := trace[:]
 	// All zeros is the one invalid id; a hash yields it with probability
-	// 2^-64 at worst, but the format forbids it.
+	// 2^-128, but the format forbids it.
 	traceID[15] |= allZero(traceID)
-	spanID[7] |= allZero(spanID)
-	return "00-" + hex.EncodeToString(traceID) + "-" + hex.EncodeToString(spanID) + "-01"
+	return "00-" + hex.EncodeToString(traceID) + "-" + hex.EncodeToString(span[:]) + "-01"
 }
 
 func allZero(b []byte) byte {

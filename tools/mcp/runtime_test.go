@@ -8,15 +8,24 @@ import (
 	"sync"
 	"testing"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store/sqlite"
+	"github.com/belayrun/belay/tracing"
 )
 
 var traceparentRE = regexp.MustCompile(`^00-[0-9a-f]{32}-[0-9a-f]{16}-01$`)
 
 // runAgent runs one agent with the given tools and script to its end.
 func runAgent(t *testing.T, tools []belay.Tool, replies ...scripted.Reply) string {
+	t.Helper()
+	return runAgentObserved(t, nil, tools, replies...)
+}
+
+// runAgentObserved is runAgent with an observer of the run's events.
+func runAgentObserved(t *testing.T, obs belay.Observer, tools []belay.Tool, replies ...scripted.Reply) string {
 	t.Helper()
 	ctx := t.Context()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "belay.db"), sqlite.Config{})
@@ -25,7 +34,7 @@ func runAgent(t *testing.T, tools []belay.Tool, replies ...scripted.Reply) strin
 	}
 	t.Cleanup(func() { st.Close() })
 	agent := &belay.Agent{Name: "shop", Instructions: "Help with orders.", Tools: tools, Model: scripted.New(replies...)}
-	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}})
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +56,9 @@ func runAgent(t *testing.T, tools []belay.Tool, replies ...scripted.Reply) strin
 }
 
 // Calls made by a run carry the run's trace context and, when they have
-// side effects, the idempotency key the ledger recorded.
+// side effects, the idempotency key the ledger recorded. The traceparent a
+// server receives names the tool span the tracing exporter exported for
+// the call, in the run's trace, so the server's spans join it there.
 func TestRunCallsCarryTraceContextAndKey(t *testing.T) {
 	t.Parallel()
 	hs := startHTTP(t)
@@ -69,7 +80,10 @@ func TestRunCallsCarryTraceContextAndKey(t *testing.T) {
 			return call(ctx, args)
 		}
 	}
-	runID := runAgent(t, tools,
+	rec := tracetest.NewSpanRecorder()
+	spans := tracing.NewExporter(rec)
+	defer spans.Shutdown(t.Context())
+	runID := runAgentObserved(t, spans, tools,
 		scripted.Reply{Calls: []scripted.Call{
 			{Name: "lookup_order", Args: map[string]any{"order_id": "A-1"}},
 			{Name: "set_status", Args: map[string]any{"id": "A-1"}},
@@ -78,6 +92,10 @@ func TestRunCallsCarryTraceContextAndKey(t *testing.T) {
 		scripted.Reply{Text: "A-1 is marked shipped."},
 	)
 
+	exported := map[string]string{} // "trace-span" -> span name
+	for _, s := range rec.Ended() {
+		exported[s.SpanContext().TraceID().String()+"-"+s.SpanContext().SpanID().String()] = s.Name()
+	}
 	traceIDs := map[string]bool{}
 	spanIDs := map[string]bool{}
 	for _, rc := range hs.rec.all() {
@@ -94,6 +112,9 @@ func TestRunCallsCarryTraceContextAndKey(t *testing.T) {
 		}
 		traceIDs[tp[3:35]] = true
 		spanIDs[tp[36:52]] = true
+		if name := exported[tp[3:52]]; name != "execute_tool "+rc.Tool {
+			t.Errorf("%s: traceparent %s names %q among the exported spans, want the call's own span", rc.Tool, tp, name)
+		}
 		key, _ := rc.Meta[MetaIdempotencyKey].(string)
 		switch rc.Tool {
 		case "lookup_order":
