@@ -73,11 +73,46 @@ func openWorld(ctx context.Context, path, dsn string) (*World, error) {
 		return nil, fmt.Errorf("open world %s: %w", path, err)
 	}
 	w := &World{db: db}
+	if err := w.claimFile(ctx, path); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	if err := w.exec(ctx, schemaSQL); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open world %s: create schema: %w", path, err)
 	}
 	return w, nil
+}
+
+// worldApplicationID marks a SQLite file as a support world ("BLYW"), as
+// Belay's store marks its own ("BLAY").
+const worldApplicationID = 0x424c5957
+
+// ErrNotWorld: the file is SQLite, but holds something other than a
+// support world.
+var ErrNotWorld = errors.New("not a support world")
+
+// claimFile checks that the file is a support world, or new, and marks it
+// as one. A world written before files were marked is known by its tables.
+func (w *World) claimFile(ctx context.Context, path string) error {
+	var appID, tables, worldTables int64
+	err := w.db.QueryRowContext(ctx, `SELECT (SELECT application_id FROM pragma_application_id()),
+		(SELECT count(*) FROM sqlite_master WHERE type = 'table'),
+		(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kb_articles', 'accounts', 'tickets'))`).
+		Scan(&appID, &tables, &worldTables)
+	if err != nil {
+		return fmt.Errorf("open world %s: %w (is it a SQLite file? pass --world with a new path to create a world)", path, err)
+	}
+	switch {
+	case appID == worldApplicationID:
+		return nil
+	case appID != 0 || (tables > 0 && worldTables < 3):
+		return fmt.Errorf("open world %s: the file holds another application's data (a Belay store, say); pass --world with a support world's path, or a new one: %w", path, ErrNotWorld)
+	}
+	if _, err := w.db.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", worldApplicationID)); err != nil {
+		return fmt.Errorf("open world %s: mark the file: %w", path, err)
+	}
+	return nil
 }
 
 // Close closes the database.

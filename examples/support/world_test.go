@@ -1,8 +1,10 @@
 package support
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/store/sqlite"
 )
 
 func TestMain(m *testing.M) {
@@ -335,5 +338,62 @@ func TestBusyWorldIsTransient(t *testing.T) {
 	}
 	if emails, err := w.Emails(ctx, "ada@example.com"); err != nil || len(emails) != 1 {
 		t.Errorf("emails %v, %v: want the one sent after the lock was free", emails, err)
+	}
+}
+
+// A file that is not a support world is refused, and left as it is: a
+// Belay store given as --world by mistake is not written to.
+func TestOpenWorldRefusesOtherFiles(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := t.TempDir()
+	storePath := filepath.Join(dir, "belay.db")
+	st, err := sqlite.Open(ctx, storePath, sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	before, err := os.ReadFile(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := OpenWorld(ctx, storePath); !errors.Is(err, ErrNotWorld) {
+		if w != nil {
+			w.Close()
+		}
+		t.Fatalf("OpenWorld of a Belay store: %v, want ErrNotWorld", err)
+	}
+	if after, _ := os.ReadFile(storePath); !bytes.Equal(before, after) {
+		t.Error("the store file changed")
+	}
+
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE notes (id INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := OpenWorld(ctx, other); !errors.Is(err, ErrNotWorld) {
+		t.Errorf("OpenWorld of another application's file: %v, want ErrNotWorld", err)
+	}
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte("not a database at all, just some words that are long enough"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenWorld(ctx, text); err == nil || !strings.Contains(err.Error(), "SQLite") {
+		t.Errorf("OpenWorld of a text file: %v, want an error that says what to do", err)
+	}
+
+	// A new file becomes a world, and opens again as one.
+	fresh := filepath.Join(dir, "world.db")
+	for range 2 {
+		w, err := OpenWorld(ctx, fresh)
+		if err != nil {
+			t.Fatalf("OpenWorld of a world: %v", err)
+		}
+		w.Close()
 	}
 }
