@@ -296,6 +296,9 @@ func (r *Runtime) Start(ctx context.Context) error {
 	go func() {
 		defer r.loopsWG.Done()
 		r.claimLoop(claimCtx, workCtx)
+		// The claim loop may end on its own (a damaged store): what serves
+		// it ends with it.
+		cancelClaims()
 	}()
 	if w, ok := r.store.(Waker); ok {
 		wake, err := w.Wakeups(claimCtx)

@@ -96,3 +96,10 @@ func (p CancelRunParams) StopDetail() string {
 	}
 	return "canceled by " + p.By
 }
+
+// LetsGoWhileDue reports whether a checkpoint writing u lets go of a run
+// that is still due (running or queued, no lease): another worker should
+// take it at once, so the store wakes the idle ones.
+func (u RunUpdate) LetsGoWhileDue() bool {
+	return !u.KeepLease && u.LeaseExpires.IsZero() && (u.Status == StatusRunning || u.Status == StatusQueued)
+}

@@ -86,9 +86,7 @@ func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams) err
 }
 
 // wakes reports whether a checkpoint lets go of a run still due.
-func wakes(u store.RunUpdate) bool {
-	return !u.KeepLease && u.LeaseExpires.IsZero() && (u.Status == store.StatusRunning || u.Status == store.StatusQueued)
-}
+func wakes(u store.RunUpdate) bool { return u.LetsGoWhileDue() }
 
 func checkpointError(p store.CheckpointParams, err error) error {
 	if err == nil {

@@ -134,7 +134,11 @@ func decide(ctx context.Context, tx *writeTx, p store.DecideParams) (store.Appro
 	if err != nil {
 		return store.Approval{}, err
 	}
-	if _, err := tx.ExecContext(ctx, runWakeDecidedSQL, sql.Named("run_id", a.RunID), sql.Named("now", sqlrow.Nanos(p.Now))); err != nil {
+	res, err := tx.ExecContext(ctx, runWakeDecidedSQL, sql.Named("run_id", a.RunID), sql.Named("now", sqlrow.Nanos(p.Now)))
+	if err != nil {
+		return store.Approval{}, err
+	}
+	if err := raiseWakeupIf(ctx, tx, res); err != nil {
 		return store.Approval{}, err
 	}
 	return a, insertEvents(ctx, tx, a.RunID, p.Events)

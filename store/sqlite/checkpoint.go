@@ -71,6 +71,11 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 		if err := insertApprovals(ctx, tx, p.Fence.RunID, p.Now, p.Approvals); err != nil {
 			return err
 		}
+		if p.Run.LetsGoWhileDue() {
+			if err := raiseWakeup(ctx, tx); err != nil {
+				return err
+			}
+		}
 		return insertOutbox(ctx, tx, p.Fence.RunID, p.Now, p.Outbox)
 	})
 	if err != nil {

@@ -90,6 +90,9 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 		if err := settleEffects(ctx, tx, p.Now, p.Effects); err != nil {
 			return err
 		}
+		if err := raiseWakeup(ctx, tx); err != nil {
+			return err
+		}
 		return insertEvents(ctx, tx, p.RunID, p.Events)
 	})
 	if err != nil {
@@ -156,12 +159,15 @@ func (s *Store) SetKillSwitch(ctx context.Context, p store.KillSwitchParams) err
 		if p.Engaged || p.ResumeReason == "" {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, runRequeueStoppedSQL,
+		res, err := tx.ExecContext(ctx, runRequeueStoppedSQL,
 			sql.Named("tenant", p.Tenant),
 			sql.Named("stop_reason", p.ResumeReason),
 			sql.Named("now", sqlrow.Nanos(p.Now)),
 		)
-		return err
+		if err != nil {
+			return err
+		}
+		return raiseWakeupIf(ctx, tx, res)
 	})
 	if err != nil {
 		return fmt.Errorf("set kill switch: %w", err)

@@ -87,6 +87,9 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		if err := insertEvents(ctx, tx, r.ID, p.Events); err != nil {
 			return err
 		}
+		if err := raiseWakeup(ctx, tx); err != nil {
+			return err
+		}
 		run, created = r, true
 		return nil
 	})

@@ -48,6 +48,8 @@ type writer struct {
 	// damage stops the writer for good once a statement of the store
 	// finds the file damaged.
 	damage *damage
+	// wakeups is stamped after a commit that made a run due.
+	wakeups *wakeupFile
 
 	// requests is unbuffered: a request is either taken by the writer, which
 	// then always replies, or never sent.
@@ -93,6 +95,10 @@ func openWriter(ctx context.Context, path string, cfg Config, ms []migration.Fil
 	w.turns.timeout, w.turns.stop = cfg.BusyTimeout, w.stop
 	w.turns.path, w.turns.schema = path, len(ms)
 	if err := migrate(ctx, db, path, ms); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if w.wakeups, err = openWakeupFile(path); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -241,6 +247,7 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 		return fmt.Errorf("begin: %w", err)
 	}
 	ran := int64(0)
+	wake := false
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
@@ -253,6 +260,7 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 			}
 		}
 		ran++
+		tx.wake = false
 		errs[i] = r.fn(ctx, tx)
 		// A request, or a reader meanwhile, may have found the file
 		// damaged: nothing of the batch is committed then.
@@ -261,6 +269,7 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 			return err
 		}
 		if errs[i] == nil {
+			wake = wake || tx.wake
 			if savepoints {
 				if _, err := tx.ExecContext(ctx, releaseSQL); err != nil {
 					tx.rollback()
@@ -298,6 +307,9 @@ func (w *writer) executeOnce(batch []*request, errs []error, savepoints bool) er
 	}
 	w.writes.Add(ran)
 	w.commits.Add(1)
+	if wake {
+		w.wakeups.stamp()
+	}
 	return nil
 }
 
@@ -313,6 +325,9 @@ func (w *writer) closeDB() error {
 	var errs []error
 	for _, stmt := range w.stmts {
 		errs = append(errs, stmt.Close())
+	}
+	if w.wakeups != nil {
+		errs = append(errs, w.wakeups.close())
 	}
 	return errors.Join(append(errs, w.conn.Close(), w.db.Close())...)
 }
@@ -332,6 +347,9 @@ var writeQueries = slices.Concat(eventInserts, messageInserts, []string{
 type writeTx struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	// wake says the request in progress makes a run due: once the batch
+	// commits, the writer stamps the wakeup file.
+	wake bool
 }
 
 func (t *writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
