@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -168,4 +169,37 @@ func getRun(ctx context.Context, s store.Store, db *storeTarget, id string) (sto
 		return store.Run{}, fmt.Errorf("read run %s: %w", id, err)
 	}
 	return run, nil
+}
+
+// dbFlag registers --db and --database-url: the store a command works on.
+func dbFlag(fs *flag.FlagSet) *storeTarget {
+	def := os.Getenv("BELAY_DB")
+	if def == "" {
+		def = "belay.db"
+	}
+	t := &storeTarget{path: def, url: os.Getenv("BELAY_DATABASE_URL")}
+	fs.Var(targetFlag{t: t}, "db", "path of the SQLite database (or $BELAY_DB; given, it wins over $BELAY_DATABASE_URL)")
+	fs.Var(targetFlag{t: t, url: true}, "database-url", "PostgreSQL URL, instead of --db (or $BELAY_DATABASE_URL)")
+	fs.StringVar(&t.schema, "schema", "", "with --database-url, the schema of Belay's tables (default belay)")
+	return t
+}
+
+// openAccess opens a store for the server's credentials and webhooks. Only
+// a command that sets a store up (serve, the first key) may create it: the
+// others would read or change a new, empty file a mistyped --db named.
+func (t *storeTarget) openAccess(ctx context.Context, create bool) (store.AccessStore, error) {
+	open := t.openExisting
+	if create {
+		open = t.open
+	}
+	s, err := open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	as, ok := s.(store.AccessStore)
+	if !ok {
+		s.Close()
+		return nil, fmt.Errorf("the store of %s keeps no API keys", t.Name())
+	}
+	return as, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -59,24 +58,6 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return json.NewEncoder(stdout).Encode(cp)
 	}
 	return printCheckpoint(stdout, cp)
-}
-
-// parseRunArg parses flags that may come before or after the one RUN
-// argument: `belay show RUN --json` and `belay show --json RUN` both work.
-func parseRunArg(fs *flag.FlagSet, args []string) (string, error) {
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return "", err
-	}
-	name := strings.TrimPrefix(fs.Name(), "belay ")
-	switch len(pos) {
-	case 1:
-		return pos[0], nil
-	case 0:
-		return "", usageError{fmt.Sprintf("%s: which run? (usage: belay %s RUN; list runs with: belay runs)", name, name)}
-	default:
-		return "", usageError{fmt.Sprintf("%s: want one run id, got %d", name, len(pos))}
-	}
 }
 
 // checkpoint is a run as `belay show --json` prints it: everything the store

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/belayrun/belay"
+)
+
+// runResolve answers an unknown outcome for a paused run: the side effect
+// happened (with what result), or it did not.
+func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("resolve", stderr)
+	db := dbFlag(fs)
+	applied := fs.Bool("applied", false, "the side effect happened downstream (its result: --result)")
+	notApplied := fs.Bool("not-applied", false, "the side effect did not happen: the run calls it again under the same key")
+	result := fs.String("result", "", "with --applied, what the call returned, as JSON (default {\"ok\":true})")
+	as := fs.String("as", "", "who decides, recorded in the trace (default: human:$USER)")
+	usage := "usage: belay resolve RUN KEY --applied [--result JSON] | --not-applied [--as NAME] [--db PATH]"
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			pos, args = append(pos, args[0]), args[1:]
+		}
+	}
+	if len(pos) != 2 || *applied == *notApplied {
+		return usageError{usage}
+	}
+	if *notApplied && *result != "" {
+		// A result of what did not happen would be dropped without a word.
+		return usageError{"resolve: --result goes with --applied; a side effect that did not happen has none"}
+	}
+	st, err := db.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	o := belay.Outcome{Key: pos[1], Applied: *applied}
+	if *result != "" {
+		o.Result = json.RawMessage(*result)
+	}
+	run, err := belay.ResolveOutcome(ctx, st, "", pos[0], o, decider(*as))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run %s is %s: the next worker continues it\n", run.ID, run.Status)
+	return nil
+}
