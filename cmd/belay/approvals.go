@@ -13,19 +13,22 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
+const approvalsUsage = `usage: belay approvals [--status S] [--tenant T] [--json] [--db PATH]
+
+Lists approvals, pending ones by default, with what a person needs to decide
+them: what the call does, why the policy asks, the run and the arguments.
+Decide them with belay approve ID or belay reject ID --note TEXT.`
+
 // runApprovals lists approvals, pending ones by default, with what a person
 // needs to decide them.
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("approvals", stderr)
+	fs := newFlags("approvals", approvalsUsage, stdout)
 	db := dbFlag(fs)
 	status := fs.String("status", "pending", "pending, approved, edited, rejected, expired, or all")
 	tenant := fs.String("tenant", "", "only this tenant's approvals")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usageError{"usage: belay approvals [--status S] [--tenant T] [--json] [--db PATH]"}
+	if err := fs.parseNone(args); err != nil {
+		return err
 	}
 	p := store.ListApprovalsParams{Tenant: *tenant}
 	switch *status {
@@ -105,8 +108,23 @@ func runReject(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return decideCommand(ctx, "reject", args, stdout, stderr)
 }
 
+const (
+	approveUsage = `usage: belay approve ID [--edit JSON] [--as NAME] [--note TEXT] [--db PATH]
+
+Approves the pending approval ID (belay approvals lists them), or approves
+it with other arguments (--edit); the run continues on the next worker.`
+	rejectUsage = `usage: belay reject ID --note TEXT [--as NAME] [--db PATH]
+
+Rejects the pending approval ID (belay approvals lists them); the model reads
+the note and explains it to the customer.`
+)
+
 func decideCommand(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags(verb, stderr)
+	usage := approveUsage
+	if verb == "reject" {
+		usage = rejectUsage
+	}
+	fs := newFlags(verb, usage, stdout)
 	db := dbFlag(fs)
 	as := fs.String("as", "", "who decides, recorded with the decision (default: human:$USER)")
 	note := fs.String("note", "", "why; on a rejection, the model reads it")
@@ -114,15 +132,7 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 	if verb == "approve" {
 		fs.StringVar(&edit, "edit", "", "approve these arguments (JSON) instead of the requested ones")
 	}
-	fs.Usage = func() {
-		if verb == "approve" {
-			fmt.Fprintln(stderr, "usage: belay approve ID [--edit JSON] [--as NAME] [--note TEXT] [--db PATH]")
-		} else {
-			fmt.Fprintln(stderr, "usage: belay reject ID --note TEXT [--as NAME] [--db PATH]")
-		}
-		fs.PrintDefaults()
-	}
-	id, err := parseRunArg(fs, args)
+	id, err := fs.parseOne(args, "approval", "list pending approvals with: belay approvals")
 	if err != nil {
 		return err
 	}

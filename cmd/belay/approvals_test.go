@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,6 +62,14 @@ func TestApprovalCommands(t *testing.T) {
 	out, err := belayRun("approvals")
 	if err != nil || !strings.Contains(out, a.ID) || !strings.Contains(out, "delete_account cannot be undone") || !strings.Contains(out, "ACC-9") {
 		t.Fatalf("approvals: %v\n%s", err, out)
+	}
+	// approve and reject take an approval's id, and say so.
+	for _, verb := range []string{"approve", "reject"} {
+		_, err := belayRun(verb)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "which approval?") || !strings.Contains(err.Error(), "belay approvals") || strings.Contains(err.Error(), "run") {
+			t.Errorf("%s with no id: %v, want a usage error asking which approval, naming belay approvals", verb, err)
+		}
 	}
 	if _, err := belayRun("reject", a.ID); err == nil {
 		t.Error("reject without a note was accepted")

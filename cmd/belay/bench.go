@@ -29,8 +29,14 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
+const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]
+
+Runs N agents of K tool calls each against a scripted model and a no-op tool,
+so what is measured is Belay itself: durable steps per second, per-step overhead,
+bytes written per step and group commit.`
+
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", stderr)
+	fs := newFlags("bench", benchUsage, stdout)
 	var cfg benchConfig
 	fs.IntVar(&cfg.runs, "runs", 200, "number of runs")
 	fs.IntVar(&cfg.steps, "steps", 8, "durable steps (tool calls) per run")
@@ -41,20 +47,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	db := fs.String("db", "", "path of a new SQLite database to write and keep (default: a temporary file, removed after)")
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Runs N agents of K tool calls each against a scripted model and a no-op tool,")
-		fmt.Fprintln(stderr, "so what is measured is Belay itself: durable steps per second, per-step overhead,")
-		fmt.Fprintln(stderr, "bytes written per step and group commit.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parseNone(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
 	}
 	if cfg.runs < 1 || cfg.steps < 1 || cfg.concurrency < 1 {
 		return usageError{"bench: --runs, --steps and --concurrency must be at least 1"}

@@ -52,19 +52,27 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+const demoUsage = `usage: belay demo [--scenario crash|stuck|budget|unverified] [--yes] [--json] [--db PATH]
+
+Runs the support agent on the embedded store with a scripted model. The crash
+scenario (the default) asks you to approve a refund, then kills the worker
+with SIGKILL once billing applied it and lost the answer; another worker takes
+the run over and finds the refund by asking billing. The other scenarios show
+the guards: a drifting model, a budget, a requirement the world does not meet.`
+
 // runDemo runs the support-desk scenario: a worker process is killed with
 // SIGKILL right after the refund lands and before Belay records it; a new
 // process resumes the run, finds the refund instead of making it again, and
 // finishes with the world verified.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", stderr)
+	fs := newFlags("demo", demoUsage, stdout)
 	asJSON := fs.Bool("json", false, "print only the summary, as one JSON object")
 	dbPath := fs.String("db", "", "path of the SQLite database (default: a new one in a temporary directory)")
 	yes := fs.Bool("yes", false, "approve the refund without asking, as policy:demo-auto")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
 	scenario := fs.String("scenario", "crash", "crash (a worker killed mid-run), stuck (a drifting model), budget (a dollar limit), unverified (a missing CRM note)")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := fs.parseNone(args); err != nil {
+		return err
 	}
 	guard, ok := guardScenarios[*scenario]
 	if !ok && *scenario != "crash" {

@@ -13,13 +13,33 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
+const keysUsage = `usage: belay keys create --tenant T --role approver [--role operator] [--name WHO] [--json]
+       belay keys list [--tenant T] [--json]
+       belay keys revoke KEY_ID --tenant T
+
+API keys of belay serve's API and console; belay keys VERB -h shows a verb's flags.`
+
+var keysVerbUsage = map[string]string{
+	"create": `usage: belay keys create --tenant T --role ROLE [--role ROLE] [--name WHO] [--json] [--db PATH]
+
+Creates an API key of tenant T with the roles given (operator, approver,
+admin) and prints it once: only its hash is stored. Creates the store if it
+does not exist.`,
+	"list": `usage: belay keys list [--tenant T] [--json] [--db PATH]
+
+Lists the API keys of every tenant, or of T, without their secrets.`,
+	"revoke": `usage: belay keys revoke KEY_ID --tenant T [--db PATH]
+
+Revokes the key KEY_ID of tenant T; its console sessions end with it.`,
+}
+
 // runKeys manages API keys: belay keys create|list|revoke.
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	sub, rest := "", args
-	if len(args) > 0 {
-		sub, rest = args[0], args[1:]
+	sub, rest, err := splitVerb("keys", keysUsage, []string{"create", "list", "revoke"}, args, stdout)
+	if err != nil {
+		return err
 	}
-	fs := newFlags("keys "+sub, stderr)
+	fs := newFlags("keys "+sub, keysVerbUsage[sub], stdout)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant the key belongs to (required)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -34,20 +54,9 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		})
 		fs.StringVar(&name, "name", "", "who holds the key (recorded on every decision taken with it)")
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay keys create --tenant T --role approver [--role operator] [--name WHO] [--json]")
-		fmt.Fprintln(stderr, "       belay keys list [--tenant T] [--json]")
-		fmt.Fprintln(stderr, "       belay keys revoke KEY_ID --tenant T")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if sub != "create" && sub != "list" && sub != "revoke" {
-		fs.Usage()
-		return usageError{"keys: want create, list or revoke"}
-	}
-	pos, err := parseInterspersed(fs, rest)
+	pos, err := fs.parse(rest)
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
 	if *tenant == "" && sub != "list" {
 		return usageError{"keys " + sub + ": --tenant is required"}

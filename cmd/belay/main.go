@@ -16,17 +16,25 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintln(os.Stderr, "belay:", err)
-			os.Exit(2)
-		}
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "belay:", err)
-		}
-		os.Exit(1)
+	code := exitCode(err)
+	if code != 0 && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "belay:", err)
 	}
+	os.Exit(code)
+}
+
+// exitCode is the exit status for run's error: 0 for none and for a request
+// for help (the usage was printed), 2 for a mistake in how belay was
+// invoked, 1 for any other failure.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
 }
 
 // usageError is a mistake in how belay was invoked.
@@ -70,8 +78,14 @@ func commands() []command {
 	}
 }
 
+// run runs the command args name. Its error decides the exit status
+// (exitCode); main alone exits.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || isHelp(args[0]) {
+		if len(args) == 2 && args[0] == "help" {
+			// belay help COMMAND is belay COMMAND -h.
+			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
+		}
 		usage(stdout)
 		return nil
 	}
@@ -97,4 +111,5 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands that open a store take --db PATH (default ./belay.db, or $BELAY_DB),")
 	fmt.Fprintln(w, "or --database-url URL for PostgreSQL (or $BELAY_DATABASE_URL).")
+	fmt.Fprintln(w, "belay COMMAND -h (or belay help COMMAND) shows a command's usage and flags.")
 }

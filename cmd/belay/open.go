@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -172,7 +171,7 @@ func getRun(ctx context.Context, s store.Store, db *storeTarget, id string) (sto
 }
 
 // dbFlag registers --db and --database-url: the store a command works on.
-func dbFlag(fs *flag.FlagSet) *storeTarget {
+func dbFlag(fs *commandFlags) *storeTarget {
 	def := os.Getenv("BELAY_DB")
 	if def == "" {
 		def = "belay.db"

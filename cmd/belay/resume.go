@@ -13,8 +13,12 @@ import (
 // runResume continues a run that paused for a person, raising the limit it
 // hit. A worker (belay serve, or the process that owns the agent) then
 // claims it.
+const resumeUsage = `usage: belay resume RUN [--add-usd D] [--add-turns N] [--add-time 10m] [--db PATH]
+
+Continues a paused run, raising the limit it hit.`
+
 func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("resume", stderr)
+	fs := newFlags("resume", resumeUsage, stdout)
 	db := dbFlag(fs)
 	var raise belay.Raise
 	fs.Float64Var(&raise.USD, "add-usd", 0, "raise the run's dollar budget by this much")
@@ -23,14 +27,7 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Int64Var(&raise.OutputTokens, "add-output-tokens", 0, "raise the output-token budget")
 	fs.DurationVar(&raise.Time, "add-time", 0, "move the run's deadline this much later")
 	as := fs.String("as", "", "who decides, recorded in the trace (default: human:$USER)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay resume RUN [--add-usd D] [--add-turns N] [--add-time 10m] [--db PATH]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Continues a paused run, raising the limit it hit.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	runID, err := parseRunArg(fs, args)
+	runID, err := fs.parseRunArg(args)
 	if err != nil {
 		return err
 	}

@@ -17,24 +17,18 @@ import (
 // runsPage is how many runs one ListRuns call reads.
 const runsPage = 500
 
+const runsUsage = `usage: belay runs [--db PATH] [--status S] [--limit N] [--json]
+
+Lists runs, oldest first, with status, steps and cost.`
+
 func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("runs", stderr)
+	fs := newFlags("runs", runsUsage, stdout)
 	db := dbFlag(fs)
 	status := fs.String("status", "", "list only runs in this status: "+strings.Join(statusNames(), ", "))
 	limit := fs.Int("limit", 50, "list the N most recent runs; 0 lists all")
 	asJSON := fs.Bool("json", false, "print one JSON object per run, one per line")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay runs [--db PATH] [--status S] [--limit N] [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Lists runs, oldest first, with status, steps and cost.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parseNone(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("runs: unexpected argument %q", fs.Arg(0))}
 	}
 	if *status != "" && !validStatus(store.Status(*status)) {
 		return usageError{fmt.Sprintf("runs: unknown status %q (want one of %s)", *status, strings.Join(statusNames(), ", "))}

@@ -16,18 +16,15 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
+const showUsage = `usage: belay show RUN [--db PATH] [--json]
+
+Shows one run: status, cost, plan, the conversation and the side effects.`
+
 func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("show", stderr)
+	fs := newFlags("show", showUsage, stdout)
 	db := dbFlag(fs)
 	asJSON := fs.Bool("json", false, "print the whole checkpoint as one JSON object")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay show RUN [--db PATH] [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Shows one run: status, cost, plan, the conversation and the side effects.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	id, err := parseRunArg(fs, args)
+	id, err := fs.parseRunArg(args)
 	if err != nil {
 		return err
 	}

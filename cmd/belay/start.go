@@ -11,10 +11,15 @@ import (
 	"github.com/belayrun/belay/model/scripted"
 )
 
+const startUsage = `usage: belay start --input TEXT [--user U] [--request-id ID] [--tenant T] [--agent NAME] [--config FILE] [--db PATH]
+
+Queues a run for belay serve to execute. With --request-id the request is
+idempotent: the same (tenant, user, request id) and input name the same run.`
+
 // runStart queues a run for a worker (belay serve) to execute. Asking again
 // with the same --request-id returns the same run.
 func runStart(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("start", stderr)
+	fs := newFlags("start", startUsage, stdout)
 	db := dbFlag(fs)
 	configPath := fs.String("config", "", "the agents file belay serve runs (default: the support desk)")
 	agentName := fs.String("agent", support.AgentName, "agent to run")
@@ -22,11 +27,11 @@ func runStart(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	user := fs.String("user", "", "user the run acts for")
 	requestID := fs.String("request-id", "", "client request id: one run per (tenant, user, request id)")
 	input := fs.String("input", "", "the user's message")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := fs.parseNone(args); err != nil {
+		return err
 	}
 	if *input == "" {
-		return usageError{`usage: belay start --input "..." [--agent NAME] [--config FILE] [--user U] [--request-id ID]`}
+		return usageError{"start: --input is required: the user's message (" + fs.usageLine() + ")"}
 	}
 	st, err := db.open(ctx)
 	if err != nil {

@@ -14,17 +14,24 @@ import (
 	"github.com/belayrun/belay"
 )
 
+const statsUsage = `usage: belay stats approvals [--tenant T] [--json] [--db PATH]
+
+Approval statistics per category: how many wait, and of people's decisions
+the approval, edit and rejection rates and the median wait; decisions a policy
+took (automatic approvals, expiries) are counted apart, by policy.`
+
 // runStats prints approval statistics per category.
 func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "approvals" {
-		return usageError{"usage: belay stats approvals [--tenant T] [--json] [--db PATH]"}
+	_, rest, err := splitVerb("stats", statsUsage, []string{"approvals"}, args, stdout)
+	if err != nil {
+		return err
 	}
-	fs := newFlags("stats approvals", stderr)
+	fs := newFlags("stats approvals", statsUsage, stdout)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "only this tenant's approvals")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError{err.Error()}
+	if err := fs.parseNone(rest); err != nil {
+		return err
 	}
 	st, err := db.openExisting(ctx)
 	if err != nil {

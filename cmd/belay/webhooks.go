@@ -12,13 +12,29 @@ import (
 	"github.com/belayrun/belay/server"
 )
 
+const webhooksUsage = `usage: belay webhooks add URL --tenant T [--kinds approval_requested,escalation] [--allow-private] [--json]
+       belay webhooks list --tenant T [--json]
+
+Webhook endpoints that receive a tenant's notifications from belay serve;
+belay webhooks VERB -h shows a verb's flags.`
+
+var webhooksVerbUsage = map[string]string{
+	"add": `usage: belay webhooks add URL --tenant T [--kinds approval_requested,escalation] [--allow-private] [--json] [--db PATH]
+
+Registers URL for tenant T's notifications (approval requests, escalations,
+finished runs) and prints its signing secret once.`,
+	"list": `usage: belay webhooks list --tenant T [--json] [--db PATH]
+
+Lists tenant T's webhook endpoints, without their secrets.`,
+}
+
 // runWebhooks manages webhook endpoints: belay webhooks add|list.
 func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	sub, rest := "", args
-	if len(args) > 0 {
-		sub, rest = args[0], args[1:]
+	sub, rest, err := splitVerb("webhooks", webhooksUsage, []string{"add", "list"}, args, stdout)
+	if err != nil {
+		return err
 	}
-	fs := newFlags("webhooks "+sub, stderr)
+	fs := newFlags("webhooks "+sub, webhooksVerbUsage[sub], stdout)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant whose notifications are sent (required)")
 	kinds := fs.String("kinds", "", "comma-separated kinds to send (approval_requested, escalation, run_finished); default all")
@@ -28,22 +44,15 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.BoolVar(&allowPrivate, "allow-private", false,
 			"accept a URL whose host is a loopback, private or link-local address, for development (belay serve delivers there only with --allow-private-webhooks)")
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay webhooks add URL --tenant T [--kinds approval_requested,escalation] [--allow-private] [--json]")
-		fmt.Fprintln(stderr, "       belay webhooks list --tenant T")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if sub != "add" && sub != "list" {
-		fs.Usage()
-		return usageError{"webhooks: want add or list"}
-	}
-	pos, err := parseInterspersed(fs, rest)
+	pos, err := fs.parse(rest)
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
 	if *tenant == "" {
 		return usageError{"webhooks " + sub + ": --tenant is required"}
+	}
+	if sub == "list" && len(pos) > 0 {
+		return usageError{fmt.Sprintf("webhooks list: unexpected argument %q (%s)", pos[0], fs.usageLine())}
 	}
 	st, err := db.openAccess(ctx, false)
 	if err != nil {
