@@ -503,14 +503,10 @@ func startProgress(w io.Writer, done *atomic.Int64, total int) (stop func()) {
 	}
 }
 
-// isTerminal reports whether w is a character device, such as a terminal.
+// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && isTTY(f)
 }
 
 // peakRSSMB is the process's peak resident memory. Linux reports it in

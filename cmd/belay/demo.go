@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/belayrun/belay"
@@ -283,7 +282,8 @@ func demoWorker(ctx context.Context, db string, printer *tracePrinter, flags ...
 			}
 			if strings.HasPrefix(line, crashMarker) {
 				printer.flush(ctx)
-				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				// SIGKILL on Unix; the process cannot catch it.
+				if err := cmd.Process.Kill(); err != nil {
 					return false, fmt.Errorf("kill worker: %w", err)
 				}
 				_ = cmd.Wait()
