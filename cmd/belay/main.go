@@ -74,6 +74,7 @@ func commands() []command {
 		{name: "check", summary: "run SQLite's integrity check over the database file; exit status 1 if it is damaged", run: runCheck},
 		{name: "bench", summary: "measure durable steps per second and per-step overhead", run: runBench},
 		{name: "policy", summary: "policy tools: simulate a policy file against traffic", run: runPolicy},
+		{name: "version", summary: "print the version, commit, Go version and store schema of this binary", run: runVersion},
 		{name: "worker", summary: "execute due runs of the support agent (used by demo)", run: runWorker, hidden: true},
 	}
 }
