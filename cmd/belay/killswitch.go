@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"text/tabwriter"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/store"
 )
 
 const killSwitchUsage = `usage: belay killswitch on --reason TEXT [--tenant T] [--db PATH]
@@ -77,15 +81,111 @@ func runKillSwitch(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		fmt.Fprintf(stdout, "kill switch released for %s: the runs it paused are queued again\n", scope)
 	case "status":
-		on, why, err := st.KillSwitch(ctx, *tenant)
+		return killSwitchStatus(ctx, st, *tenant, stdout)
+	}
+	return nil
+}
+
+// switchState says whether the kill switch holds a tenant's runs.
+type switchState struct {
+	Tenant  string
+	Engaged bool
+	Reason  string
+}
+
+// killSwitchStatus reports the global switch and, without a tenant, each
+// tenant the store knows of: those with API keys or runs not ended. A
+// tenant's switch holds its runs, and so does the global one, whatever the
+// tenant's says.
+func killSwitchStatus(ctx context.Context, st store.Store, tenant string, stdout io.Writer) error {
+	global, err := switchOf(ctx, st, "")
+	if err != nil {
+		return err
+	}
+	tenants := []string{tenant}
+	if tenant == "" {
+		if tenants, err = knownTenants(ctx, st); err != nil {
+			return err
+		}
+	}
+	states := make([]switchState, 0, len(tenants))
+	for _, t := range tenants {
+		s, err := switchOf(ctx, st, t)
 		if err != nil {
 			return err
 		}
-		if on {
-			fmt.Fprintf(stdout, "engaged for %s: %s\n", scope, why)
-		} else {
-			fmt.Fprintf(stdout, "released for %s\n", scope)
+		states = append(states, s)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	if global.Engaged {
+		fmt.Fprintf(tw, "global\tENGAGED: %s (it holds every tenant's runs)\n", global.Reason)
+	} else {
+		fmt.Fprintln(tw, "global\treleased")
+	}
+	for _, s := range states {
+		switch {
+		case s.Engaged && global.Engaged && s.Reason == global.Reason:
+			fmt.Fprintf(tw, "tenant %s\tENGAGED by the global switch\n", s.Tenant)
+		case s.Engaged:
+			fmt.Fprintf(tw, "tenant %s\tENGAGED: %s\n", s.Tenant, s.Reason)
+		default:
+			fmt.Fprintf(tw, "tenant %s\treleased\n", s.Tenant)
 		}
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if tenant == "" {
+		fmt.Fprintln(stdout, "(the tenants with API keys or runs not ended; belay killswitch status --tenant T asks about any other)")
+	}
 	return nil
+}
+
+// switchOf reads whether the tenant's runs are held ("" for the global
+// switch alone).
+func switchOf(ctx context.Context, st store.Store, tenant string) (switchState, error) {
+	on, why, err := st.KillSwitch(ctx, tenant)
+	if err != nil {
+		return switchState{}, fmt.Errorf("kill switch of %q: %w", tenant, err)
+	}
+	return switchState{Tenant: tenant, Engaged: on, Reason: why}, nil
+}
+
+// knownTenants lists, sorted, the tenants with API keys or with runs that
+// have not ended: those whose runs a kill switch holds now or will hold
+// when they start. The store keeps no list of tenants; a switch engaged for
+// a tenant with neither holds nothing yet.
+func knownTenants(ctx context.Context, st store.Store) ([]string, error) {
+	seen := map[string]bool{}
+	if as, ok := st.(store.AccessStore); ok {
+		keys, err := as.APIKeys(ctx, "")
+		if err != nil {
+			return nil, fmt.Errorf("list keys: %w", err)
+		}
+		for _, k := range keys {
+			if k.RevokedAt.IsZero() {
+				seen[k.Tenant] = true
+			}
+		}
+	}
+	for _, status := range statuses {
+		if status.Terminal() {
+			continue
+		}
+		after := ""
+		for {
+			page, err := st.ListRuns(ctx, store.ListRunsParams{Status: status, After: after, Limit: runsPage})
+			if err != nil {
+				return nil, fmt.Errorf("list runs: %w", err)
+			}
+			for _, r := range page {
+				seen[r.Tenant] = true
+			}
+			if len(page) < runsPage {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }

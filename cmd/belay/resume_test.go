@@ -63,13 +63,13 @@ func TestResumeAndKillSwitchCommands(t *testing.T) {
 	if out, err := belayRun("killswitch", "on", "--tenant", "acme", "--reason", "provider incident"); err != nil || !strings.Contains(out, "engaged for tenant acme") {
 		t.Fatalf("killswitch on: %v\n%s", err, out)
 	}
-	if out, _ := belayRun("killswitch", "status", "--tenant", "acme"); !strings.Contains(out, "engaged for tenant acme: provider incident") {
+	if out, _ := belayRun("killswitch", "status", "--tenant", "acme"); !containsLine(strings.Split(out, "\n"), "tenant acme", "ENGAGED: provider incident") {
 		t.Errorf("killswitch status: %s", out)
 	}
 	if out, _ := belayRun("killswitch", "off", "--tenant", "acme"); !strings.Contains(out, "released") {
 		t.Errorf("killswitch off: %s", out)
 	}
-	if out, _ := belayRun("killswitch", "status", "--tenant", "acme"); !strings.Contains(out, "released for tenant acme") {
+	if out, _ := belayRun("killswitch", "status", "--tenant", "acme"); !containsLine(strings.Split(out, "\n"), "tenant acme", "released") {
 		t.Errorf("killswitch status after off: %s", out)
 	}
 }
