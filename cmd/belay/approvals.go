@@ -26,7 +26,7 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	db := dbFlag(fs)
 	status := fs.String("status", "pending", "pending, approved, edited, rejected, expired, or all")
 	tenant := fs.String("tenant", "", "only this tenant's approvals")
-	asJSON := fs.Bool("json", false, "one JSON object per line")
+	asJSON := jsonFlag(fs, "one object per approval")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -58,19 +58,14 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 			runs[a.RunID] = run
 		}
-		as[i].Args = belay.RedactStoredArgs(run, a.Tool, a.Args)
-		if len(a.EditedArgs) > 0 {
-			as[i].EditedArgs = belay.RedactStoredArgs(run, a.Tool, a.EditedArgs)
-		}
+		as[i] = redactApproval(a, run)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, a := range as {
-			if err := enc.Encode(a); err != nil {
-				return err
-			}
+		out := make([]approvalJSON, len(as))
+		for i, a := range as {
+			out[i] = newApprovalJSON(a)
 		}
-		return nil
+		return writeJSONLines(stdout, out)
 	}
 	if len(as) == 0 {
 		fmt.Fprintf(stdout, "no %s approvals\n", *status)
@@ -128,6 +123,7 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 	db := dbFlag(fs)
 	as := fs.String("as", "", "who decides, recorded with the decision (default: human:$USER)")
 	note := fs.String("note", "", "why; on a rejection, the model reads it")
+	asJSON := jsonFlag(fs, "the decided approval")
 	edit := ""
 	if verb == "approve" {
 		fs.StringVar(&edit, "edit", "", "approve these arguments (JSON) instead of the requested ones")
@@ -166,6 +162,63 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 	case err != nil:
 		return err
 	}
+	if *asJSON {
+		run, err := st.GetRun(ctx, a.Tenant, a.RunID)
+		if err != nil {
+			return fmt.Errorf("approval %s: %w", a.ID, err)
+		}
+		return writeJSON(stdout, newApprovalJSON(redactApproval(a, run)))
+	}
 	fmt.Fprintf(stdout, "approval %s %s by %s; run %s continues on the next worker\n", a.ID, a.Status, a.DecidedBy, a.RunID)
 	return nil
+}
+
+// approvalJSON is an approval as --json prints it: the API's fields
+// (GET /v1/approvals), and the tenant and what identifies the call.
+type approvalJSON struct {
+	ID            string               `json:"id"`
+	Tenant        string               `json:"tenant"`
+	RunID         string               `json:"run_id"`
+	Step          int                  `json:"step"`
+	ToolUseID     string               `json:"tool_use_id"`
+	Tool          string               `json:"tool"`
+	Args          json.RawMessage      `json:"args"`
+	ArgsHash      string               `json:"args_hash"`
+	Summary       string               `json:"summary"`
+	Reason        string               `json:"reason"`
+	Category      string               `json:"category"`
+	PolicyVersion string               `json:"policy_version"`
+	Binding       string               `json:"binding"`
+	SelfApproval  bool                 `json:"self_approval"`
+	Status        store.ApprovalStatus `json:"status"`
+	ExpiresAt     time.Time            `json:"expires_at"`
+	CreatedAt     time.Time            `json:"created_at"`
+	EditedArgs    json.RawMessage      `json:"edited_args,omitempty"`
+	DecidedBy     string               `json:"decided_by,omitempty"`
+	DecidedAt     *time.Time           `json:"decided_at,omitempty"`
+	Note          string               `json:"note,omitempty"`
+}
+
+func newApprovalJSON(a store.Approval) approvalJSON {
+	v := approvalJSON{
+		ID: a.ID, Tenant: a.Tenant, RunID: a.RunID, Step: a.Step, ToolUseID: a.ToolUseID, Tool: a.Tool,
+		Args: jsonValue(a.Args), ArgsHash: a.ArgsHash, Summary: a.Summary, Reason: a.Reason, Category: a.Category,
+		PolicyVersion: a.PolicyVersion, Binding: a.Binding, SelfApproval: a.SelfApproval, Status: a.Status,
+		ExpiresAt: a.ExpiresAt.UTC(), CreatedAt: a.CreatedAt.UTC(),
+		DecidedBy: a.DecidedBy, DecidedAt: optionalTime(a.DecidedAt), Note: a.Note,
+	}
+	if len(a.EditedArgs) > 0 {
+		v.EditedArgs = jsonValue(a.EditedArgs)
+	}
+	return v
+}
+
+// redactApproval hides the values of the arguments its run recorded as
+// secret: the CLI has no agent code to tell them by.
+func redactApproval(a store.Approval, run store.Run) store.Approval {
+	a.Args = belay.RedactStoredArgs(run, a.Tool, a.Args)
+	if len(a.EditedArgs) > 0 {
+		a.EditedArgs = belay.RedactStoredArgs(run, a.Tool, a.EditedArgs)
+	}
+	return a
 }

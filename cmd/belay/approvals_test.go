@@ -93,8 +93,8 @@ func TestApprovalCommands(t *testing.T) {
 		t.Errorf("a second decision: %v", err)
 	}
 	out, _ = belayRun("approvals", "--status", "rejected", "--json")
-	var got store.Approval
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &got); err != nil || got.DecidedBy != "human:maya" || got.Note != "the customer has open invoices" {
+	var got approvalJSON
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &got); err != nil || got.ID != a.ID || got.DecidedBy != "human:maya" || got.Note != "the customer has open invoices" {
 		t.Errorf("rejected approval %q (%v)", out, err)
 	}
 	out, err = belayRun("stats", "approvals")

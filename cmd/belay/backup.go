@@ -19,6 +19,7 @@ FILE in the database's place; or pass --db FILE.`
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("backup", backupUsage, stdout)
 	db := dbFlag(fs)
+	asJSON := jsonFlag(fs, "the copy written, one object")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -45,6 +46,13 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	info, err := os.Stat(to)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, struct {
+			DB     string `json:"db"`
+			Backup string `json:"backup"`
+			Bytes  int64  `json:"bytes"`
+		}{db.path, to, info.Size()})
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s (%.1f MB)\n", db.path, to, float64(info.Size())/(1<<20))
 	return nil

@@ -45,7 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	kind := fs.String("store", "sqlite", "store to measure: sqlite, or postgres (with --database-url or $BELAY_DATABASE_URL)")
 	dbURL := fs.String("database-url", os.Getenv("BELAY_DATABASE_URL"), "PostgreSQL URL for --store postgres; bench uses a schema of its own and drops it after")
 	db := fs.String("db", "", "path of a new SQLite database to write and keep (default: a temporary file, removed after)")
-	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
+	asJSON := jsonFlag(fs, "the figures, one object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
 	if err := fs.parseNone(args); err != nil {
 		return err
@@ -104,7 +104,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
+		return writeJSON(stdout, res)
 	}
 	res.print(stdout)
 	if *db != "" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +38,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("check", checkUsage, stdout)
 	db := dbFlag(fs)
 	quick := fs.Bool("quick", false, "run SQLite's quick_check: every page and b-tree, without comparing indexes with their tables (a third of the time)")
-	asJSON := fs.Bool("json", false, "print the outcome as one JSON object")
+	asJSON := jsonFlag(fs, "the outcome, one object")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -79,7 +78,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if out.Problems == nil {
 			out.Problems = []string{}
 		}
-		if err := json.NewEncoder(stdout).Encode(out); err != nil {
+		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {

@@ -45,12 +45,6 @@ type demoApprovals struct {
 	DecidedBy []string `json:"decided_by"`
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 const demoUsage = `usage: belay demo [--scenario crash|stuck|budget|unverified] [--yes] [--json] [--db PATH]
 
 Runs the support agent on the embedded store with a scripted model. The crash
@@ -65,7 +59,7 @@ the guards: a drifting model, a budget, a requirement the world does not meet.`
 // finishes with the world verified.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", demoUsage, stdout)
-	asJSON := fs.Bool("json", false, "print only the summary, as one JSON object")
+	asJSON := jsonFlag(fs, "only the summary, one object")
 	dbPath := fs.String("db", "", "path of the SQLite database (default: a new one in a temporary directory)")
 	yes := fs.Bool("yes", false, "approve the refund without asking, as policy:demo-auto")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
@@ -218,7 +212,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	if *asJSON {
-		if err := printJSON(stdout, summary); err != nil {
+		if err := writeJSON(stdout, summary); err != nil {
 			return err
 		}
 		return held()

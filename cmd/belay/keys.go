@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -42,7 +41,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("keys "+sub, keysVerbUsage[sub], stdout)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant the key belongs to (required)")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := jsonFlag(fs, "the keys, one object each")
 	var roles []store.Role
 	var name string
 	if sub == "create" {
@@ -76,30 +75,29 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("keys create: %w", err)
 		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(map[string]any{"key": k.Secret, "id": k.Key.ID, "tenant": k.Key.Tenant, "roles": k.Key.Roles})
+			// The secret is in the output once, as key.
+			return writeJSON(stdout, struct {
+				Key string `json:"key"`
+				keyJSON
+			}{k.Secret, newKeyJSON(k.Key)})
 		}
 		fmt.Fprintln(stdout, k.Secret)
 		fmt.Fprintf(stderr, "key %s for tenant %s with roles %v; it is shown once, store it now\n", k.Key.ID, k.Key.Tenant, k.Key.Roles)
 		return nil
 	case "list":
+		if len(pos) > 0 {
+			return usageError{fmt.Sprintf("keys list: unexpected argument %q (%s)", pos[0], fs.usageLine())}
+		}
 		keys, err := st.APIKeys(ctx, *tenant)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			type row struct {
-				ID        string       `json:"id"`
-				Tenant    string       `json:"tenant"`
-				Name      string       `json:"name"`
-				Roles     []store.Role `json:"roles"`
-				CreatedAt time.Time    `json:"created_at"`
-				Revoked   bool         `json:"revoked"`
+			out := make([]keyJSON, len(keys))
+			for i, k := range keys {
+				out[i] = newKeyJSON(k)
 			}
-			out := []row{}
-			for _, k := range keys {
-				out = append(out, row{k.ID, k.Tenant, k.Name, k.Roles, k.CreatedAt, !k.RevokedAt.IsZero()})
-			}
-			return json.NewEncoder(stdout).Encode(out)
+			return writeJSONLines(stdout, out)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tTENANT\tNAME\tROLES\tCREATED\tREVOKED")
@@ -118,7 +116,30 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err := st.RevokeAPIKey(ctx, *tenant, pos[0], time.Now()); err != nil {
 			return fmt.Errorf("keys revoke %s: %w", pos[0], err)
 		}
+		if *asJSON {
+			k, err := st.APIKey(ctx, pos[0])
+			if err != nil {
+				return fmt.Errorf("keys revoke %s: %w", pos[0], err)
+			}
+			return writeJSON(stdout, newKeyJSON(k))
+		}
 		fmt.Fprintf(stdout, "revoked %s; its console sessions ended\n", pos[0])
 		return nil
 	}
+}
+
+// keyJSON is an API key as --json prints it, without its secret.
+type keyJSON struct {
+	ID        string       `json:"id"`
+	Tenant    string       `json:"tenant"`
+	Name      string       `json:"name"`
+	Roles     []store.Role `json:"roles"`
+	CreatedAt time.Time    `json:"created_at"`
+	Revoked   bool         `json:"revoked"`
+	RevokedAt *time.Time   `json:"revoked_at,omitempty"`
+}
+
+func newKeyJSON(k store.APIKey) keyJSON {
+	return keyJSON{ID: k.ID, Tenant: k.Tenant, Name: k.Name, Roles: k.Roles, CreatedAt: k.CreatedAt.UTC(),
+		Revoked: !k.RevokedAt.IsZero(), RevokedAt: optionalTime(k.RevokedAt)}
 }

@@ -45,6 +45,7 @@ func runKillSwitch(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := newFlags("killswitch "+verb, killSwitchVerbUsage[verb], stdout)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant whose model calls stop (default: every tenant)")
+	asJSON := jsonFlag(fs, "the switches' state (after the change, for on and off), one object")
 	var reason string
 	if verb != "status" {
 		fs.StringVar(&reason, "reason", "", "why; on, shown in the escalation packets of the runs it pauses (required)")
@@ -74,30 +75,45 @@ func runKillSwitch(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err := belay.SetKillSwitch(ctx, st, *tenant, true, reason); err != nil {
 			return err
 		}
+		if *asJSON {
+			return killSwitchStatus(ctx, st, *tenant, true, stdout)
+		}
 		fmt.Fprintf(stdout, "kill switch engaged for %s: running runs pause at their next step, new runs wait\n", scope)
 	case "off":
 		if err := belay.SetKillSwitch(ctx, st, *tenant, false, reason); err != nil {
 			return err
 		}
+		if *asJSON {
+			return killSwitchStatus(ctx, st, *tenant, true, stdout)
+		}
 		fmt.Fprintf(stdout, "kill switch released for %s: the runs it paused are queued again\n", scope)
 	case "status":
-		return killSwitchStatus(ctx, st, *tenant, stdout)
+		return killSwitchStatus(ctx, st, *tenant, *asJSON, stdout)
 	}
 	return nil
 }
 
 // switchState says whether the kill switch holds a tenant's runs.
 type switchState struct {
-	Tenant  string
-	Engaged bool
-	Reason  string
+	Tenant  string `json:"tenant,omitempty"`
+	Engaged bool   `json:"engaged"`
+	// By is the switch that holds them: "tenant" (its own) or "global";
+	// empty when released.
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// killSwitchJSON is what killswitch --json prints.
+type killSwitchJSON struct {
+	Global  switchState   `json:"global"`
+	Tenants []switchState `json:"tenants"`
 }
 
 // killSwitchStatus reports the global switch and, without a tenant, each
 // tenant the store knows of: those with API keys or runs not ended. A
 // tenant's switch holds its runs, and so does the global one, whatever the
 // tenant's says.
-func killSwitchStatus(ctx context.Context, st store.Store, tenant string, stdout io.Writer) error {
+func killSwitchStatus(ctx context.Context, st store.Store, tenant string, asJSON bool, stdout io.Writer) error {
 	global, err := switchOf(ctx, st, "")
 	if err != nil {
 		return err
@@ -114,7 +130,21 @@ func killSwitchStatus(ctx context.Context, st store.Store, tenant string, stdout
 		if err != nil {
 			return err
 		}
+		if s.Engaged {
+			s.By = "tenant"
+			// The store answers with the tenant's own reason first; the
+			// global one's means the global switch holds the tenant.
+			if global.Engaged && s.Reason == global.Reason {
+				s.By = "global"
+			}
+		}
 		states = append(states, s)
+	}
+	if global.Engaged {
+		global.By = "global"
+	}
+	if asJSON {
+		return writeJSON(stdout, killSwitchJSON{Global: global, Tenants: states})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	if global.Engaged {
@@ -124,7 +154,7 @@ func killSwitchStatus(ctx context.Context, st store.Store, tenant string, stdout
 	}
 	for _, s := range states {
 		switch {
-		case s.Engaged && global.Engaged && s.Reason == global.Reason:
+		case s.By == "global":
 			fmt.Fprintf(tw, "tenant %s\tENGAGED by the global switch\n", s.Tenant)
 		case s.Engaged:
 			fmt.Fprintf(tw, "tenant %s\tENGAGED: %s\n", s.Tenant, s.Reason)

@@ -28,6 +28,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	to := fs.String("to-version", "", "the agent version the workers now run (required; belay show RUN names it)")
 	tenant := fs.String("tenant", "", "the run's tenant (default: any)")
 	as := fs.String("as", "", "who decides, recorded in the trace (default: human:$USER)")
+	asJSON := jsonFlag(fs, "the run, one object")
 	runID, err := fs.parseRunArg(args)
 	if err != nil {
 		return err
@@ -57,6 +58,12 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, struct {
+			runJSON
+			FromVersion string `json:"from_version"`
+		}{runSummary(migrated), run.AgentVersion})
 	}
 	fmt.Fprintf(stdout, "run %s moved from %s version %s to %s and is %s: the next worker on %s that runs %s continues it\n",
 		migrated.ID, migrated.Agent, run.AgentVersion, migrated.AgentVersion, migrated.Status, db.Name(), migrated.AgentVersion)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/belayrun/belay/policy"
 )
@@ -45,6 +46,7 @@ func runPolicySimulate(ctx context.Context, fs *commandFlags, args []string, std
 	policyPath := fs.String("policy", "", "policy file")
 	pWrong := fs.Float64("p-wrong", 0.03, "how often the agent picks the wrong target, from 0 to 1")
 	name := fs.String("name", "by rule", "the policy's row in the table")
+	asJSON := jsonFlag(fs, "one object per row of the table")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -71,12 +73,18 @@ func runPolicySimulate(ctx context.Context, fs *commandFlags, args []string, std
 		return err
 	}
 	report.Policy.Name = *name
+	if *asJSON {
+		return writeJSONLines(stdout, []policyRowJSON{
+			newPolicyRowJSON("nothing", report.Nothing), newPolicyRowJSON("everything", report.Everything),
+			newPolicyRowJSON("policy", report.Policy)})
+	}
 	_, err = io.WriteString(stdout, report.Format())
 	return err
 }
 
 func runPolicyCheck(fs *commandFlags, args []string, stdout io.Writer) error {
 	policyPath := fs.String("policy", "", "policy file")
+	asJSON := jsonFlag(fs, "the policy and its rules, one object")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -86,6 +94,14 @@ func runPolicyCheck(fs *commandFlags, args []string, stdout io.Writer) error {
 	p, err := policy.Load(*policyPath)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		out := policyJSON{Version: p.Version(), Digest: p.Digest(), Default: string(p.Default()), Rules: []policyRuleJSON{}}
+		for _, r := range p.Rules() {
+			out.Rules = append(out.Rules, policyRuleJSON{Name: r.Name, Line: r.Line, Rule: r.String(),
+				Decision: string(r.Decision), Reason: r.Reason, Category: r.Category})
+		}
+		return writeJSON(stdout, out)
 	}
 	fmt.Fprintln(stdout, p.Version())
 	for i, r := range p.Rules() {
@@ -97,4 +113,53 @@ func runPolicyCheck(fs *commandFlags, args []string, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintln(stdout, "otherwise: "+otherwise)
 	return err
+}
+
+// policyJSON is what policy check --json prints.
+type policyJSON struct {
+	Version string           `json:"version"`
+	Digest  string           `json:"digest"`
+	Default string           `json:"default"`
+	Rules   []policyRuleJSON `json:"rules"`
+}
+
+type policyRuleJSON struct {
+	Name string `json:"name"`
+	Line int    `json:"line"`
+	// Rule is the rule as policy check prints it.
+	Rule     string `json:"rule"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+	Category string `json:"category"`
+}
+
+// policyRowJSON is a row of policy simulate's table. PerApproval is null
+// when nothing needs approval.
+type policyRowJSON struct {
+	// Row is nothing, everything or policy: gating nothing, gating
+	// everything, or the policy file.
+	Row         string   `json:"row"`
+	Name        string   `json:"name"`
+	Approvals   int      `json:"approvals"`
+	Denied      int      `json:"denied"`
+	HarmLeft    float64  `json:"harm_left"`
+	HarmStopped float64  `json:"harm_stopped"`
+	PerApproval *float64 `json:"per_approval"`
+	Gated       []string `json:"gated"`
+	DeniedKinds []string `json:"denied_kinds"`
+}
+
+func newPolicyRowJSON(row string, r policy.Row) policyRowJSON {
+	out := policyRowJSON{Row: row, Name: r.Name, Approvals: r.Approvals, Denied: r.Denied,
+		HarmLeft: r.HarmLeft, HarmStopped: r.HarmStopped, Gated: r.Gated, DeniedKinds: r.DeniedKinds}
+	if !math.IsNaN(r.PerApproval) && !math.IsInf(r.PerApproval, 0) {
+		out.PerApproval = &r.PerApproval
+	}
+	if out.Gated == nil {
+		out.Gated = []string{}
+	}
+	if out.DeniedKinds == nil {
+		out.DeniedKinds = []string{}
+	}
+	return out
 }

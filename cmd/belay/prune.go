@@ -29,6 +29,7 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("prune", pruneUsage, stdout)
 	db := dbFlag(fs)
 	olderThan := fs.String("older-than", "", "delete runs that ended longer ago than this: 30d, 12h, 90m (required)")
+	asJSON := jsonFlag(fs, "how many runs were deleted, one object")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -57,6 +58,12 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if n == 0 {
 			break
 		}
+	}
+	if *asJSON {
+		return writeJSON(stdout, struct {
+			Deleted int       `json:"deleted"`
+			Before  time.Time `json:"before"`
+		}{total, before.UTC()})
 	}
 	fmt.Fprintf(stdout, "deleted %d runs that ended before %s\n", total, before.UTC().Format(time.RFC3339))
 	return nil

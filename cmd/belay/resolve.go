@@ -24,6 +24,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	notApplied := fs.Bool("not-applied", false, "the side effect did not happen: the run calls it again under the same key")
 	result := fs.String("result", "", "with --applied, what the call returned, as JSON (default {\"ok\":true})")
 	as := fs.String("as", "", "who decides, recorded in the trace (default: human:$USER)")
+	asJSON := jsonFlag(fs, "the run, one object")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -47,6 +48,9 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	run, err := belay.ResolveOutcome(ctx, st, "", pos[0], o, decider(*as))
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, runSummary(run))
 	}
 	fmt.Fprintf(stdout, "run %s is %s: the next worker continues it\n", run.ID, run.Status)
 	return nil

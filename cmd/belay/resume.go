@@ -27,6 +27,7 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Int64Var(&raise.OutputTokens, "add-output-tokens", 0, "raise the output-token budget")
 	fs.DurationVar(&raise.Time, "add-time", 0, "move the run's deadline this much later")
 	as := fs.String("as", "", "who decides, recorded in the trace (default: human:$USER)")
+	asJSON := jsonFlag(fs, "the run, one object")
 	runID, err := fs.parseRunArg(args)
 	if err != nil {
 		return err
@@ -45,6 +46,9 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, runSummary(run))
 	}
 	fmt.Fprintf(stdout, "run %s is %s: the next worker on %s continues it\n", run.ID, run.Status, db.Name())
 	return nil

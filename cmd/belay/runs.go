@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -26,7 +25,7 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	db := dbFlag(fs)
 	status := fs.String("status", "", "list only runs in this status: "+strings.Join(statusNames(), ", "))
 	limit := fs.Int("limit", 50, "list the N most recent runs; 0 lists all")
-	asJSON := fs.Bool("json", false, "print one JSON object per run, one per line")
+	asJSON := jsonFlag(fs, "one object per run")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -48,13 +47,11 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, r := range runs {
-			if err := enc.Encode(runSummary(r)); err != nil {
-				return err
-			}
+		out := make([]runJSON, len(runs))
+		for i, r := range runs {
+			out[i] = runSummary(r)
 		}
-		return nil
+		return writeJSONLines(stdout, out)
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(stdout, "no runs")

@@ -23,7 +23,7 @@ Shows one run: status, cost, plan, the conversation and the side effects.`
 func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("show", showUsage, stdout)
 	db := dbFlag(fs)
-	asJSON := fs.Bool("json", false, "print the whole checkpoint as one JSON object")
+	asJSON := jsonFlag(fs, "the whole checkpoint, one object")
 	id, err := fs.parseRunArg(args)
 	if err != nil {
 		return err
@@ -52,7 +52,7 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(cp)
+		return writeJSON(stdout, cp)
 	}
 	return printCheckpoint(stdout, cp)
 }

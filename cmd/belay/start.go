@@ -27,6 +27,7 @@ func runStart(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	user := fs.String("user", "", "user the run acts for")
 	requestID := fs.String("request-id", "", "client request id: one run per (tenant, user, request id)")
 	input := fs.String("input", "", "the user's message")
+	asJSON := jsonFlag(fs, "the run, one object")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -65,10 +66,20 @@ func runStart(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		return writeJSON(stdout, startJSON{runSummary(run), created})
+	}
 	if !created {
 		fmt.Fprintf(stdout, "run %s already exists for this request (%s)\n", run.ID, run.Status)
 		return nil
 	}
 	fmt.Fprintf(stdout, "run %s queued: belay serve executes it (follow it with: belay trace %s %s)\n", run.ID, run.ID, db)
 	return nil
+}
+
+// startJSON is what start --json prints: the run, as belay runs --json
+// prints it, and whether this request created it.
+type startJSON struct {
+	runJSON
+	Created bool `json:"created"`
 }

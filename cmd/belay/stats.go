@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -29,7 +28,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("stats approvals", statsUsage, stdout)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "only this tenant's approvals")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := jsonFlag(fs, "one object per category")
 	if err := fs.parseNone(rest); err != nil {
 		return err
 	}
@@ -43,7 +42,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(stats)
+		return writeJSONLines(stdout, stats)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CATEGORY\tPENDING\tBY PEOPLE\tAPPROVED\tEDITED\tREJECTED\tMEDIAN WAIT\tBY POLICY\tSUGGESTS")

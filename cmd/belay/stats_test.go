@@ -70,12 +70,20 @@ func TestStatsShowPolicyDecisionsApart(t *testing.T) {
 	if !strings.Contains(table, "policy:demo-auto 1") || !strings.Contains(table, "people's decisions") {
 		t.Errorf("the table does not show the policy's decision apart:\n%s", table)
 	}
-	var stats []struct {
+	type category struct {
 		People map[string]any `json:"people"`
 		Policy map[string]any `json:"policy"`
 	}
-	if err := json.Unmarshal([]byte(belayRun("stats", "approvals", "--json")), &stats); err != nil || len(stats) != 1 {
-		t.Fatalf("stats --json: %v %+v", err, stats)
+	var stats []category
+	for line := range strings.Lines(belayRun("stats", "approvals", "--json")) {
+		var c category
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("stats --json: line %q: %v", line, err)
+		}
+		stats = append(stats, c)
+	}
+	if len(stats) != 1 {
+		t.Fatalf("stats --json: %d categories, want 1: %+v", len(stats), stats)
 	}
 	if people := stats[0].People; people["decided"] != 1.0 || people["rejection_rate"] != 1.0 {
 		t.Errorf("people's decisions %v, want maya's rejection alone", people)

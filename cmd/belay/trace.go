@@ -17,6 +17,9 @@ Prints a run's trace as JSONL, one event a line, in order:
 func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("trace", traceUsage, stdout)
 	db := dbFlag(fs)
+	// The trace is JSON Lines with or without it; scripts may pass --json
+	// to every command.
+	fs.Bool("json", false, "the trace is JSON Lines already; accepted like every command's --json")
 	id, err := fs.parseRunArg(args)
 	if err != nil {
 		return err

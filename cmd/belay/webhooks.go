@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/belayrun/belay/server"
+	"github.com/belayrun/belay/store"
 )
 
 const webhooksUsage = `usage: belay webhooks add URL --tenant T [--kinds approval_requested,escalation] [--allow-private] [--json]
@@ -38,7 +38,7 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant whose notifications are sent (required)")
 	kinds := fs.String("kinds", "", "comma-separated kinds to send (approval_requested, escalation, run_finished); default all")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := jsonFlag(fs, "the webhooks, one object each")
 	var allowPrivate bool
 	if sub == "add" {
 		fs.BoolVar(&allowPrivate, "allow-private", false,
@@ -66,11 +66,11 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		if *asJSON {
 			// Secrets are shown once, by add; never by list.
-			out := make([]map[string]any, 0, len(hooks))
-			for _, h := range hooks {
-				out = append(out, map[string]any{"id": h.ID, "url": h.URL, "kinds": h.Kinds, "disabled": !h.DisabledAt.IsZero()})
+			out := make([]webhookJSON, len(hooks))
+			for i, h := range hooks {
+				out[i] = newWebhookJSON(h)
 			}
-			return json.NewEncoder(stdout).Encode(out)
+			return writeJSONLines(stdout, out)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tURL\tKINDS\tDISABLED")
@@ -91,8 +91,33 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("webhooks add: %w", err)
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"id": h.ID, "url": h.URL, "secret": h.Secret, "kinds": h.Kinds})
+		return writeJSON(stdout, struct {
+			webhookJSON
+			Secret string `json:"secret"`
+		}{newWebhookJSON(h), h.Secret})
 	}
 	fmt.Fprintf(stdout, "webhook %s -> %s\nsigning secret (shown once): %s\n", h.ID, h.URL, h.Secret)
 	return nil
+}
+
+// webhookJSON is a webhook endpoint as --json prints it, without its
+// secret.
+type webhookJSON struct {
+	ID     string `json:"id"`
+	Tenant string `json:"tenant"`
+	URL    string `json:"url"`
+	// Kinds are the notifications sent; empty for all of them.
+	Kinds      []string   `json:"kinds"`
+	CreatedAt  time.Time  `json:"created_at"`
+	Disabled   bool       `json:"disabled"`
+	DisabledAt *time.Time `json:"disabled_at,omitempty"`
+}
+
+func newWebhookJSON(h store.Webhook) webhookJSON {
+	kinds := h.Kinds
+	if kinds == nil {
+		kinds = []string{}
+	}
+	return webhookJSON{ID: h.ID, Tenant: h.Tenant, URL: h.URL, Kinds: kinds, CreatedAt: h.CreatedAt.UTC(),
+		Disabled: !h.DisabledAt.IsZero(), DisabledAt: optionalTime(h.DisabledAt)}
 }
