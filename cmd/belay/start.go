@@ -66,6 +66,12 @@ func runStart(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if !created && (run.Agent != *agentName || run.Input != *input) {
+		// The API answers the same 422: the request id names a run that is
+		// not this request's, and returning it would pass it off as one.
+		return fmt.Errorf("start: request id %q of user %q in tenant %s was used for another request (run %s, agent %s, input %q); nothing was started: give a new --request-id for a new run",
+			*requestID, *user, run.Tenant, run.ID, run.Agent, oneLine(run.Input, 60))
+	}
 	if *asJSON {
 		return writeJSON(stdout, startJSON{runSummary(run), created})
 	}

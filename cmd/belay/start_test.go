@@ -32,6 +32,16 @@ func TestStartIsIdempotentPerRequest(t *testing.T) {
 	if err := run(context.Background(), []string{"start", "--db", db}, &out, &errb); err == nil {
 		t.Error("start without --input was accepted")
 	}
+	// The same request id with another input is another request, refused
+	// as the API refuses it (422): not the first run passed off as its.
+	out.Reset()
+	err := run(context.Background(), []string{"start", "--db", db, "--user", "ada", "--request-id", "T-1001", "--input", "Cancel my order"}, &out, &errb)
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "new --request-id") || !strings.Contains(err.Error(), id) || out.Len() > 0 {
+		t.Errorf("start with a used request id and another input: exit %d, %v, stdout %q; want a failure naming the run and asking for a new request id", exitCode(err), err, out.String())
+	}
+	if got, err := belayCmd(t, "runs", "--db", db, "--json"); err != nil || strings.Count(got, "\n") != 1 {
+		t.Errorf("runs after the refused start: %v\n%s\nwant the one run", err, got)
+	}
 }
 
 func TestBuildModelForEachProvider(t *testing.T) {
