@@ -38,7 +38,7 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	default:
 		return usageError{fmt.Sprintf("approvals: unknown status %q", *status)}
 	}
-	st, err := db.openExisting(ctx)
+	st, err := db.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	to := pos[0]
 
-	s, err := openExistingStore(ctx, db.path)
+	s, err := openExistingStore(ctx, db.path, true)
 	if err != nil {
 		return err
 	}

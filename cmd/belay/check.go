@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,10 +53,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"verify tables and indexes with the amcheck extension, for example: pg_amcheck --schema " + schema + " " + redactURL(db.url)}
 	}
 
-	info, err := os.Stat(db.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("check %s: no such file (pass --db PATH or set BELAY_DB)", db.path)
+	// A file that holds no store would pass SQLite's check: a blank
+	// database is a sound one.
+	if err := holdsStore(ctx, db.path, false); err != nil {
+		return fmt.Errorf("check %s: %w", db.path, err)
 	}
+	info, err := os.Stat(db.path)
 	if err != nil {
 		return fmt.Errorf("check %s: %w", db.path, err)
 	}

@@ -60,7 +60,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *tenant == "" && sub != "list" {
 		return usageError{"keys " + sub + ": --tenant is required"}
 	}
-	st, err := db.openAccess(ctx, sub == "create")
+	st, err := db.openAccess(ctx, map[string]accessMode{"create": accessCreate, "list": accessRead, "revoke": accessWrite}[sub])
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,11 @@ func runKillSwitch(ctx context.Context, args []string, stdout, stderr io.Writer)
 		// "killswitch on acme" would otherwise engage every tenant's.
 		return usageError{fmt.Sprintf("killswitch %s: unexpected %q (name a tenant with --tenant); %s", verb, pos[0], fs.usageLine())}
 	}
-	st, err := db.openExisting(ctx)
+	open := db.openExisting
+	if verb == "status" {
+		open = db.openReadOnly
+	}
+	st, err := open(ctx)
 	if err != nil {
 		return err
 	}

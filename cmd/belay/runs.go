@@ -36,7 +36,7 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{"runs: --limit must not be negative"}
 	}
 
-	s, err := db.openExisting(ctx)
+	s, err := db.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		keep = k
 	}
-	st, err := db.openAccess(ctx, true)
+	st, err := db.openAccess(ctx, accessCreate)
 	if err != nil {
 		return err
 	}

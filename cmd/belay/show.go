@@ -29,7 +29,7 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	s, err := db.openExisting(ctx)
+	s, err := db.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.parseNone(rest); err != nil {
 		return err
 	}
-	st, err := db.openExisting(ctx)
+	st, err := db.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

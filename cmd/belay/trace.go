@@ -25,7 +25,7 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	s, err := db.openExisting(ctx)
+	s, err := db.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

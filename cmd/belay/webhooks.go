@@ -54,7 +54,7 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if sub == "list" && len(pos) > 0 {
 		return usageError{fmt.Sprintf("webhooks list: unexpected argument %q (%s)", pos[0], fs.usageLine())}
 	}
-	st, err := db.openAccess(ctx, false)
+	st, err := db.openAccess(ctx, map[string]accessMode{"add": accessWrite, "list": accessRead}[sub])
 	if err != nil {
 		return err
 	}
