@@ -17,7 +17,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	code := exitCode(err)
-	if code != 0 && !errors.Is(err, flag.ErrHelp) {
+	if code != 0 {
 		fmt.Fprintln(os.Stderr, "belay:", err)
 	}
 	os.Exit(code)

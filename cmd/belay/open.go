@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"regexp"
@@ -188,6 +189,9 @@ func holdsStore(ctx context.Context, path string, readOnly bool) error {
 //go:embed open_inspect.sql
 var inspectSQL string
 
+// sqliteHeader starts every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
 // belayApplicationID marks a Belay file: store/sqlite sets SQLite's
 // application_id to "BLAY" in its first migration.
 const belayApplicationID = 0x424c4159
@@ -195,11 +199,23 @@ const belayApplicationID = 0x424c4159
 // inspectExisting reads the file's application id and schema version with a
 // connection that writes nothing, and refuses a SQLite database without a
 // table and, with readOnly, a Belay store older than this binary's schema.
-// A file it cannot read is left to sqlite.Open, which refuses it untouched
-// and says why; so is one of a newer schema.
+// A file that is not SQLite's, or that it cannot read, is left to
+// sqlite.Open, which refuses it untouched and says why; so is one of a
+// newer schema.
 func inspectExisting(ctx context.Context, path string, readOnly bool) error {
-	// mode=rw opens without creating; query_only refuses every write.
-	q := url.Values{"mode": {"rw"}, "_pragma": {"query_only(1)"}}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	header := make([]byte, len(sqliteHeader))
+	_, err = io.ReadFull(f, header)
+	f.Close()
+	if err != nil || string(header) != sqliteHeader {
+		return nil
+	}
+	// mode=rw opens without creating; query_only refuses every write; the
+	// wait is for a process migrating the file.
+	q := url.Values{"mode": {"rw"}, "_pragma": {"query_only(1)", "busy_timeout(5000)"}}
 	dsn := (&url.URL{Scheme: "file", Path: path, OmitHost: true, RawQuery: q.Encode()}).String()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
