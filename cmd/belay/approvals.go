@@ -6,29 +6,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/store"
 )
 
+const approvalsUsage = `usage: belay approvals [--status S] [--tenant T] [--json] [--db PATH]
+
+Lists approvals, pending ones by default, with what a person needs to decide
+them: what the call does, why the policy asks, the run and the arguments.
+Decide them with belay approve ID or belay reject ID --note TEXT.`
+
 // runApprovals lists approvals, pending ones by default, with what a person
 // needs to decide them.
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("approvals", stderr)
+	fs := newFlags("approvals", approvalsUsage, stdout)
 	db := dbFlag(fs)
 	status := fs.String("status", "pending", "pending, approved, edited, rejected, expired, or all")
 	tenant := fs.String("tenant", "", "only this tenant's approvals")
-	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usageError{"usage: belay approvals [--status S] [--tenant T] [--json] [--db PATH]"}
+	asJSON := jsonFlag(fs, "one object per approval")
+	if err := fs.parseNone(args); err != nil {
+		return err
 	}
 	p := store.ListApprovalsParams{Tenant: *tenant}
 	switch *status {
@@ -38,7 +38,7 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	default:
 		return usageError{fmt.Sprintf("approvals: unknown status %q", *status)}
 	}
-	st, err := db.openExisting(ctx)
+	st, err := db.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -58,19 +58,14 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 			runs[a.RunID] = run
 		}
-		as[i].Args = belay.RedactStoredArgs(run, a.Tool, a.Args)
-		if len(a.EditedArgs) > 0 {
-			as[i].EditedArgs = belay.RedactStoredArgs(run, a.Tool, a.EditedArgs)
-		}
+		as[i] = redactApproval(a, run)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, a := range as {
-			if err := enc.Encode(a); err != nil {
-				return err
-			}
+		out := make([]approvalJSON, len(as))
+		for i, a := range as {
+			out[i] = newApprovalJSON(a)
 		}
-		return nil
+		return writeJSONLines(stdout, out)
 	}
 	if len(as) == 0 {
 		fmt.Fprintf(stdout, "no %s approvals\n", *status)
@@ -92,6 +87,11 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
+// approve and reject live here, beside the listing whose ids they take:
+// they are one command with two verbs (a decision on a pending approval),
+// sharing its flags, its checks and its output, and a file each would hold
+// a one-line call to decideCommand.
+
 // runApprove approves a pending approval, or approves it with edited
 // arguments.
 func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -103,24 +103,32 @@ func runReject(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return decideCommand(ctx, "reject", args, stdout, stderr)
 }
 
+const (
+	approveUsage = `usage: belay approve ID [--edit JSON] [--as NAME] [--note TEXT] [--db PATH]
+
+Approves the pending approval ID (belay approvals lists them), or approves
+it with other arguments (--edit); the run continues on the next worker.`
+	rejectUsage = `usage: belay reject ID --note TEXT [--as NAME] [--db PATH]
+
+Rejects the pending approval ID (belay approvals lists them); the model reads
+the note and explains it to the customer.`
+)
+
 func decideCommand(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags(verb, stderr)
+	usage := approveUsage
+	if verb == "reject" {
+		usage = rejectUsage
+	}
+	fs := newFlags(verb, usage, stdout)
 	db := dbFlag(fs)
 	as := fs.String("as", "", "who decides, recorded with the decision (default: human:$USER)")
 	note := fs.String("note", "", "why; on a rejection, the model reads it")
+	asJSON := jsonFlag(fs, "the decided approval")
 	edit := ""
 	if verb == "approve" {
 		fs.StringVar(&edit, "edit", "", "approve these arguments (JSON) instead of the requested ones")
 	}
-	fs.Usage = func() {
-		if verb == "approve" {
-			fmt.Fprintln(stderr, "usage: belay approve ID [--edit JSON] [--as NAME] [--note TEXT] [--db PATH]")
-		} else {
-			fmt.Fprintln(stderr, "usage: belay reject ID --note TEXT [--as NAME] [--db PATH]")
-		}
-		fs.PrintDefaults()
-	}
-	id, err := parseRunArg(fs, args)
+	id, err := fs.parseOne(args, "approval", "list pending approvals with: belay approvals")
 	if err != nil {
 		return err
 	}
@@ -154,60 +162,63 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 	case err != nil:
 		return err
 	}
+	if *asJSON {
+		run, err := st.GetRun(ctx, a.Tenant, a.RunID)
+		if err != nil {
+			return fmt.Errorf("approval %s: %w", a.ID, err)
+		}
+		return writeJSON(stdout, newApprovalJSON(redactApproval(a, run)))
+	}
 	fmt.Fprintf(stdout, "approval %s %s by %s; run %s continues on the next worker\n", a.ID, a.Status, a.DecidedBy, a.RunID)
 	return nil
 }
 
-// runStats prints approval statistics per category.
-func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "approvals" {
-		return usageError{"usage: belay stats approvals [--tenant T] [--json] [--db PATH]"}
-	}
-	fs := newFlags("stats approvals", stderr)
-	db := dbFlag(fs)
-	tenant := fs.String("tenant", "", "only this tenant's approvals")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError{err.Error()}
-	}
-	st, err := db.openExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	stats, err := belay.ApprovalStats(ctx, st, *tenant)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(stats)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CATEGORY\tPENDING\tBY PEOPLE\tAPPROVED\tEDITED\tREJECTED\tMEDIAN WAIT\tBY POLICY\tSUGGESTS")
-	for _, c := range stats {
-		p := c.People
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f%%\t%.0f%%\t%.0f%%\t%s\t%s\t%s\n", c.Category, c.Pending, p.Decided,
-			100*p.ApprovalRate, 100*p.EditRate, 100*p.RejectionRate, p.MedianDecision.Round(time.Second), byPolicy(c.Policy), c.Suggestion)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(stats) > 0 {
-		fmt.Fprintln(stdout, "\nRates and waits are of people's decisions; BY POLICY counts those a policy took (policy:*), such as automatic approvals and expiries.")
-	}
-	return nil
+// approvalJSON is an approval as --json prints it: the API's fields
+// (GET /v1/approvals), and the tenant and what identifies the call.
+type approvalJSON struct {
+	ID            string               `json:"id"`
+	Tenant        string               `json:"tenant"`
+	RunID         string               `json:"run_id"`
+	Step          int                  `json:"step"`
+	ToolUseID     string               `json:"tool_use_id"`
+	Tool          string               `json:"tool"`
+	Args          json.RawMessage      `json:"args"`
+	ArgsHash      string               `json:"args_hash"`
+	Summary       string               `json:"summary"`
+	Reason        string               `json:"reason"`
+	Category      string               `json:"category"`
+	PolicyVersion string               `json:"policy_version"`
+	Binding       string               `json:"binding"`
+	SelfApproval  bool                 `json:"self_approval"`
+	Status        store.ApprovalStatus `json:"status"`
+	ExpiresAt     time.Time            `json:"expires_at"`
+	CreatedAt     time.Time            `json:"created_at"`
+	EditedArgs    json.RawMessage      `json:"edited_args,omitempty"`
+	DecidedBy     string               `json:"decided_by,omitempty"`
+	DecidedAt     *time.Time           `json:"decided_at,omitempty"`
+	Note          string               `json:"note,omitempty"`
 }
 
-// byPolicy says how many decisions policies took, and which: "3
-// (policy:demo-auto 2, policy:expiry 1)".
-func byPolicy(s belay.DeciderStats) string {
-	if s.Decided == 0 {
-		return "-"
+func newApprovalJSON(a store.Approval) approvalJSON {
+	v := approvalJSON{
+		ID: a.ID, Tenant: a.Tenant, RunID: a.RunID, Step: a.Step, ToolUseID: a.ToolUseID, Tool: a.Tool,
+		Args: jsonValue(a.Args), ArgsHash: a.ArgsHash, Summary: a.Summary, Reason: a.Reason, Category: a.Category,
+		PolicyVersion: a.PolicyVersion, Binding: a.Binding, SelfApproval: a.SelfApproval, Status: a.Status,
+		ExpiresAt: a.ExpiresAt.UTC(), CreatedAt: a.CreatedAt.UTC(),
+		DecidedBy: a.DecidedBy, DecidedAt: optionalTime(a.DecidedAt), Note: a.Note,
 	}
-	names := slices.Sorted(maps.Keys(s.By))
-	parts := make([]string, len(names))
-	for i, name := range names {
-		parts[i] = fmt.Sprintf("%s %d", name, s.By[name])
+	if len(a.EditedArgs) > 0 {
+		v.EditedArgs = jsonValue(a.EditedArgs)
 	}
-	return fmt.Sprintf("%d (%s)", s.Decided, strings.Join(parts, ", "))
+	return v
+}
+
+// redactApproval hides the values of the arguments its run recorded as
+// secret: the CLI has no agent code to tell them by.
+func redactApproval(a store.Approval, run store.Run) store.Approval {
+	a.Args = belay.RedactStoredArgs(run, a.Tool, a.Args)
+	if len(a.EditedArgs) > 0 {
+		a.EditedArgs = belay.RedactStoredArgs(run, a.Tool, a.EditedArgs)
+	}
+	return a
 }

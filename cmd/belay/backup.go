@@ -7,22 +7,20 @@ import (
 	"os"
 )
 
+const backupUsage = `usage: belay backup [--db PATH] FILE
+
+Writes a consistent copy of the SQLite database to FILE, a new file, while workers
+go on: it holds every step committed before the backup began. Do not copy the
+database file itself while Belay runs: what its WAL holds is not in it yet.
+To restore, stop every belay process on the database, move its -wal and -shm files
+away if they are left (SQLite would replay an old WAL onto the backup), and put
+FILE in the database's place; or pass --db FILE.`
+
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("backup", stderr)
+	fs := newFlags("backup", backupUsage, stdout)
 	db := dbFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay backup [--db PATH] FILE")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Writes a consistent copy of the SQLite database to FILE, a new file, while workers")
-		fmt.Fprintln(stderr, "go on: it holds every step committed before the backup began. Do not copy the")
-		fmt.Fprintln(stderr, "database file itself while Belay runs: what its WAL holds is not in it yet.")
-		fmt.Fprintln(stderr, "To restore, stop every belay process on the database, move its -wal and -shm files")
-		fmt.Fprintln(stderr, "away if they are left (SQLite would replay an old WAL onto the backup), and put")
-		fmt.Fprintln(stderr, "FILE in the database's place; or pass --db FILE.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
+	asJSON := jsonFlag(fs, "the copy written, one object")
+	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
@@ -37,7 +35,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	to := pos[0]
 
-	s, err := openExistingStore(ctx, db.path)
+	s, err := openExistingStore(ctx, db.path, true)
 	if err != nil {
 		return err
 	}
@@ -48,6 +46,13 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	info, err := os.Stat(to)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, struct {
+			DB     string `json:"db"`
+			Backup string `json:"backup"`
+			Bytes  int64  `json:"bytes"`
+		}{db.path, to, info.Size()})
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s (%.1f MB)\n", db.path, to, float64(info.Size())/(1<<20))
 	return nil

@@ -29,8 +29,14 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
+const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]
+
+Runs N agents of K tool calls each against a scripted model and a no-op tool,
+so what is measured is Belay itself: durable steps per second, per-step overhead,
+bytes written per step and group commit.`
+
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", stderr)
+	fs := newFlags("bench", benchUsage, stdout)
 	var cfg benchConfig
 	fs.IntVar(&cfg.runs, "runs", 200, "number of runs")
 	fs.IntVar(&cfg.steps, "steps", 8, "durable steps (tool calls) per run")
@@ -39,22 +45,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	kind := fs.String("store", "sqlite", "store to measure: sqlite, or postgres (with --database-url or $BELAY_DATABASE_URL)")
 	dbURL := fs.String("database-url", os.Getenv("BELAY_DATABASE_URL"), "PostgreSQL URL for --store postgres; bench uses a schema of its own and drops it after")
 	db := fs.String("db", "", "path of a new SQLite database to write and keep (default: a temporary file, removed after)")
-	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
+	asJSON := jsonFlag(fs, "the figures, one object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Runs N agents of K tool calls each against a scripted model and a no-op tool,")
-		fmt.Fprintln(stderr, "so what is measured is Belay itself: durable steps per second, per-step overhead,")
-		fmt.Fprintln(stderr, "bytes written per step and group commit.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parseNone(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
 	}
 	if cfg.runs < 1 || cfg.steps < 1 || cfg.concurrency < 1 {
 		return usageError{"bench: --runs, --steps and --concurrency must be at least 1"}
@@ -110,7 +104,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
+		return writeJSON(stdout, res)
 	}
 	res.print(stdout)
 	if *db != "" {
@@ -509,14 +503,10 @@ func startProgress(w io.Writer, done *atomic.Int64, total int) (stop func()) {
 	}
 }
 
-// isTerminal reports whether w is a character device, such as a terminal.
+// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && isTTY(f)
 }
 
 // peakRSSMB is the process's peak resident memory. Linux reports it in

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/belayrun/belay"
@@ -46,25 +45,27 @@ type demoApprovals struct {
 	DecidedBy []string `json:"decided_by"`
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+const demoUsage = `usage: belay demo [--scenario crash|stuck|budget|unverified] [--yes] [--json] [--db PATH]
+
+Runs the support agent on the embedded store with a scripted model. The crash
+scenario (the default) asks you to approve a refund, then kills the worker
+with SIGKILL once billing applied it and lost the answer; another worker takes
+the run over and finds the refund by asking billing. The other scenarios show
+the guards: a drifting model, a budget, a requirement the world does not meet.`
 
 // runDemo runs the support-desk scenario: a worker process is killed with
 // SIGKILL right after the refund lands and before Belay records it; a new
 // process resumes the run, finds the refund instead of making it again, and
 // finishes with the world verified.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", stderr)
-	asJSON := fs.Bool("json", false, "print only the summary, as one JSON object")
+	fs := newFlags("demo", demoUsage, stdout)
+	asJSON := jsonFlag(fs, "only the summary, one object")
 	dbPath := fs.String("db", "", "path of the SQLite database (default: a new one in a temporary directory)")
 	yes := fs.Bool("yes", false, "approve the refund without asking, as policy:demo-auto")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
 	scenario := fs.String("scenario", "crash", "crash (a worker killed mid-run), stuck (a drifting model), budget (a dollar limit), unverified (a missing CRM note)")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := fs.parseNone(args); err != nil {
+		return err
 	}
 	guard, ok := guardScenarios[*scenario]
 	if !ok && *scenario != "crash" {
@@ -211,7 +212,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	if *asJSON {
-		if err := printJSON(stdout, summary); err != nil {
+		if err := writeJSON(stdout, summary); err != nil {
 			return err
 		}
 		return held()
@@ -275,7 +276,8 @@ func demoWorker(ctx context.Context, db string, printer *tracePrinter, flags ...
 			}
 			if strings.HasPrefix(line, crashMarker) {
 				printer.flush(ctx)
-				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				// SIGKILL on Unix; the process cannot catch it.
+				if err := cmd.Process.Kill(); err != nil {
 					return false, fmt.Errorf("kill worker: %w", err)
 				}
 				_ = cmd.Wait()

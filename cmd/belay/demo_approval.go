@@ -11,7 +11,6 @@ import (
 
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/store"
-	"golang.org/x/sys/unix"
 )
 
 // decideDemoApprovals shows each pending approval of the run as a card and
@@ -61,13 +60,6 @@ func decideDemoApprovals(ctx context.Context, rt *belay.Runtime, st store.Store,
 		by = append(by, decided.DecidedBy)
 	}
 	return by, nil
-}
-
-// isTTY reports whether f is a terminal a person types at (/dev/null is a
-// character device too, so the mode bits do not tell).
-func isTTY(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // askDecision reads y, n or edit from the person at the terminal.

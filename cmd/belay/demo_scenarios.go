@@ -120,7 +120,7 @@ func runGuardScenario(ctx context.Context, sc guardScenario, rt *belay.Runtime, 
 	if quiet {
 		// The summary goes out either way; the exit status says whether
 		// the scenario held.
-		if err := printJSON(stdout, summary); err != nil {
+		if err := writeJSON(stdout, summary); err != nil {
 			return err
 		}
 		return failed()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,36 +12,36 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-// openAccess opens a store for the server's credentials and webhooks. Only
-// a command that sets a store up (serve, the first key) may create it: the
-// others would read or change a new, empty file a mistyped --db named.
-func (t *storeTarget) openAccess(ctx context.Context, create bool) (store.AccessStore, error) {
-	open := t.openExisting
-	if create {
-		open = t.open
-	}
-	s, err := open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	as, ok := s.(store.AccessStore)
-	if !ok {
-		s.Close()
-		return nil, fmt.Errorf("the store of %s keeps no API keys", t.Name())
-	}
-	return as, nil
+const keysUsage = `usage: belay keys create --tenant T --role approver [--role operator] [--name WHO] [--json]
+       belay keys list [--tenant T] [--json]
+       belay keys revoke KEY_ID --tenant T
+
+API keys of belay serve's API and console; belay keys VERB -h shows a verb's flags.`
+
+var keysVerbUsage = map[string]string{
+	"create": `usage: belay keys create --tenant T --role ROLE [--role ROLE] [--name WHO] [--json] [--db PATH]
+
+Creates an API key of tenant T with the roles given (operator, approver,
+admin) and prints it once: only its hash is stored. Creates the store if it
+does not exist.`,
+	"list": `usage: belay keys list [--tenant T] [--json] [--db PATH]
+
+Lists the API keys of every tenant, or of T, without their secrets.`,
+	"revoke": `usage: belay keys revoke KEY_ID --tenant T [--db PATH]
+
+Revokes the key KEY_ID of tenant T; its console sessions end with it.`,
 }
 
 // runKeys manages API keys: belay keys create|list|revoke.
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	sub, rest := "", args
-	if len(args) > 0 {
-		sub, rest = args[0], args[1:]
+	sub, rest, err := splitVerb("keys", keysUsage, []string{"create", "list", "revoke"}, args, stdout)
+	if err != nil {
+		return err
 	}
-	fs := newFlags("keys "+sub, stderr)
+	fs := newFlags("keys "+sub, keysVerbUsage[sub], stdout)
 	db := dbFlag(fs)
 	tenant := fs.String("tenant", "", "tenant the key belongs to (required)")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := jsonFlag(fs, "the keys, one object each")
 	var roles []store.Role
 	var name string
 	if sub == "create" {
@@ -54,25 +53,14 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		})
 		fs.StringVar(&name, "name", "", "who holds the key (recorded on every decision taken with it)")
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay keys create --tenant T --role approver [--role operator] [--name WHO] [--json]")
-		fmt.Fprintln(stderr, "       belay keys list [--tenant T] [--json]")
-		fmt.Fprintln(stderr, "       belay keys revoke KEY_ID --tenant T")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if sub != "create" && sub != "list" && sub != "revoke" {
-		fs.Usage()
-		return usageError{"keys: want create, list or revoke"}
-	}
-	pos, err := parseInterspersed(fs, rest)
+	pos, err := fs.parse(rest)
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
 	if *tenant == "" && sub != "list" {
 		return usageError{"keys " + sub + ": --tenant is required"}
 	}
-	st, err := db.openAccess(ctx, sub == "create")
+	st, err := db.openAccess(ctx, map[string]accessMode{"create": accessCreate, "list": accessRead, "revoke": accessWrite}[sub])
 	if err != nil {
 		return err
 	}
@@ -87,30 +75,29 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("keys create: %w", err)
 		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(map[string]any{"key": k.Secret, "id": k.Key.ID, "tenant": k.Key.Tenant, "roles": k.Key.Roles})
+			// The secret is in the output once, as key.
+			return writeJSON(stdout, struct {
+				Key string `json:"key"`
+				keyJSON
+			}{k.Secret, newKeyJSON(k.Key)})
 		}
 		fmt.Fprintln(stdout, k.Secret)
 		fmt.Fprintf(stderr, "key %s for tenant %s with roles %v; it is shown once, store it now\n", k.Key.ID, k.Key.Tenant, k.Key.Roles)
 		return nil
 	case "list":
+		if len(pos) > 0 {
+			return usageError{fmt.Sprintf("keys list: unexpected argument %q (%s)", pos[0], fs.usageLine())}
+		}
 		keys, err := st.APIKeys(ctx, *tenant)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			type row struct {
-				ID        string       `json:"id"`
-				Tenant    string       `json:"tenant"`
-				Name      string       `json:"name"`
-				Roles     []store.Role `json:"roles"`
-				CreatedAt time.Time    `json:"created_at"`
-				Revoked   bool         `json:"revoked"`
+			out := make([]keyJSON, len(keys))
+			for i, k := range keys {
+				out[i] = newKeyJSON(k)
 			}
-			out := []row{}
-			for _, k := range keys {
-				out = append(out, row{k.ID, k.Tenant, k.Name, k.Roles, k.CreatedAt, !k.RevokedAt.IsZero()})
-			}
-			return json.NewEncoder(stdout).Encode(out)
+			return writeJSONLines(stdout, out)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tTENANT\tNAME\tROLES\tCREATED\tREVOKED")
@@ -129,83 +116,30 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err := st.RevokeAPIKey(ctx, *tenant, pos[0], time.Now()); err != nil {
 			return fmt.Errorf("keys revoke %s: %w", pos[0], err)
 		}
+		if *asJSON {
+			k, err := st.APIKey(ctx, pos[0])
+			if err != nil {
+				return fmt.Errorf("keys revoke %s: %w", pos[0], err)
+			}
+			return writeJSON(stdout, newKeyJSON(k))
+		}
 		fmt.Fprintf(stdout, "revoked %s; its console sessions ended\n", pos[0])
 		return nil
 	}
 }
 
-// runWebhooks manages webhook endpoints: belay webhooks add|list.
-func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	sub, rest := "", args
-	if len(args) > 0 {
-		sub, rest = args[0], args[1:]
-	}
-	fs := newFlags("webhooks "+sub, stderr)
-	db := dbFlag(fs)
-	tenant := fs.String("tenant", "", "tenant whose notifications are sent (required)")
-	kinds := fs.String("kinds", "", "comma-separated kinds to send (approval_requested, escalation, run_finished); default all")
-	asJSON := fs.Bool("json", false, "print JSON")
-	var allowPrivate bool
-	if sub == "add" {
-		fs.BoolVar(&allowPrivate, "allow-private", false,
-			"accept a URL whose host is a loopback, private or link-local address, for development (belay serve delivers there only with --allow-private-webhooks)")
-	}
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay webhooks add URL --tenant T [--kinds approval_requested,escalation] [--allow-private] [--json]")
-		fmt.Fprintln(stderr, "       belay webhooks list --tenant T")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if sub != "add" && sub != "list" {
-		fs.Usage()
-		return usageError{"webhooks: want add or list"}
-	}
-	pos, err := parseInterspersed(fs, rest)
-	if err != nil {
-		return usageError{err.Error()}
-	}
-	if *tenant == "" {
-		return usageError{"webhooks " + sub + ": --tenant is required"}
-	}
-	st, err := db.openAccess(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if sub == "list" {
-		hooks, err := st.Webhooks(ctx, *tenant)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			// Secrets are shown once, by add; never by list.
-			out := make([]map[string]any, 0, len(hooks))
-			for _, h := range hooks {
-				out = append(out, map[string]any{"id": h.ID, "url": h.URL, "kinds": h.Kinds, "disabled": !h.DisabledAt.IsZero()})
-			}
-			return json.NewEncoder(stdout).Encode(out)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tURL\tKINDS\tDISABLED")
-		for _, h := range hooks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", h.ID, h.URL, strings.Join(h.Kinds, ","), !h.DisabledAt.IsZero())
-		}
-		return tw.Flush()
-	}
-	if len(pos) != 1 {
-		return usageError{"webhooks add: name one URL"}
-	}
-	var ks []string
-	if *kinds != "" {
-		ks = strings.Split(*kinds, ",")
-	}
-	h, err := server.CreateWebhook(ctx, st, *tenant, pos[0], ks, allowPrivate, time.Now())
-	if err != nil {
-		return fmt.Errorf("webhooks add: %w", err)
-	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"id": h.ID, "url": h.URL, "secret": h.Secret, "kinds": h.Kinds})
-	}
-	fmt.Fprintf(stdout, "webhook %s -> %s\nsigning secret (shown once): %s\n", h.ID, h.URL, h.Secret)
-	return nil
+// keyJSON is an API key as --json prints it, without its secret.
+type keyJSON struct {
+	ID        string       `json:"id"`
+	Tenant    string       `json:"tenant"`
+	Name      string       `json:"name"`
+	Roles     []store.Role `json:"roles"`
+	CreatedAt time.Time    `json:"created_at"`
+	Revoked   bool         `json:"revoked"`
+	RevokedAt *time.Time   `json:"revoked_at,omitempty"`
+}
+
+func newKeyJSON(k store.APIKey) keyJSON {
+	return keyJSON{ID: k.ID, Tenant: k.Tenant, Name: k.Name, Roles: k.Roles, CreatedAt: k.CreatedAt.UTC(),
+		Revoked: !k.RevokedAt.IsZero(), RevokedAt: optionalTime(k.RevokedAt)}
 }

@@ -16,17 +16,25 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintln(os.Stderr, "belay:", err)
-			os.Exit(2)
-		}
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "belay:", err)
-		}
-		os.Exit(1)
+	code := exitCode(err)
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "belay:", err)
 	}
+	os.Exit(code)
+}
+
+// exitCode is the exit status for run's error: 0 for none and for a request
+// for help (the usage was printed), 2 for a mistake in how belay was
+// invoked, 1 for any other failure.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
 }
 
 // usageError is a mistake in how belay was invoked.
@@ -66,12 +74,19 @@ func commands() []command {
 		{name: "check", summary: "run SQLite's integrity check over the database file; exit status 1 if it is damaged", run: runCheck},
 		{name: "bench", summary: "measure durable steps per second and per-step overhead", run: runBench},
 		{name: "policy", summary: "policy tools: simulate a policy file against traffic", run: runPolicy},
+		{name: "version", summary: "print the version, commit, Go version and store schema of this binary", run: runVersion},
 		{name: "worker", summary: "execute due runs of the support agent (used by demo)", run: runWorker, hidden: true},
 	}
 }
 
+// run runs the command args name. Its error decides the exit status
+// (exitCode); main alone exits.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || isHelp(args[0]) {
+		if len(args) == 2 && args[0] == "help" {
+			// belay help COMMAND is belay COMMAND -h.
+			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
+		}
 		usage(stdout)
 		return nil
 	}
@@ -97,53 +112,5 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands that open a store take --db PATH (default ./belay.db, or $BELAY_DB),")
 	fmt.Fprintln(w, "or --database-url URL for PostgreSQL (or $BELAY_DATABASE_URL).")
-}
-
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("belay "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// parseInterspersed parses flags that may come before or after the
-// positional arguments, which it returns in order: `belay keys revoke ID
-// --tenant T` as well as `belay keys revoke --tenant T ID`. The flag package
-// alone stops at the first argument that is not a flag.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(fs, args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-// parseFlags is fs.Parse with a mistyped flag made a usage error (exit
-// status 2), as for the commands that check their arguments themselves.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	err := fs.Parse(args)
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	return usageError{err.Error()}
-}
-
-// dbFlag registers --db and --database-url: the store a command works on.
-func dbFlag(fs *flag.FlagSet) *storeTarget {
-	def := os.Getenv("BELAY_DB")
-	if def == "" {
-		def = "belay.db"
-	}
-	t := &storeTarget{path: def, url: os.Getenv("BELAY_DATABASE_URL")}
-	fs.Var(targetFlag{t: t}, "db", "path of the SQLite database (or $BELAY_DB; given, it wins over $BELAY_DATABASE_URL)")
-	fs.Var(targetFlag{t: t, url: true}, "database-url", "PostgreSQL URL, instead of --db (or $BELAY_DATABASE_URL)")
-	fs.StringVar(&t.schema, "schema", "", "with --database-url, the schema of Belay's tables (default belay)")
-	return t
+	fmt.Fprintln(w, "belay COMMAND -h (or belay help COMMAND) shows a command's usage and flags.")
 }

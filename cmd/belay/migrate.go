@@ -15,23 +15,21 @@ import (
 // run is never resumed into another version. The CLI holds no agents, so the
 // operator names the version; the worker that paused the run named it in the
 // stop detail.
+const migrateUsage = `usage: belay migrate RUN --to-version V [--tenant T] [--as NAME] [--db PATH | --database-url URL]
+
+Moves a run paused on version_mismatch (a deploy changed its agent's instructions, tools or
+model) to version V and queues it: it continues from its checkpoint under the new agent.
+V is the version the workers now run, named in the run's stop detail (belay show RUN).
+The move is recorded in the trace as a migrated event, with both versions and who decided.`
+
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate", stderr)
+	fs := newFlags("migrate", migrateUsage, stdout)
 	db := dbFlag(fs)
 	to := fs.String("to-version", "", "the agent version the workers now run (required; belay show RUN names it)")
 	tenant := fs.String("tenant", "", "the run's tenant (default: any)")
 	as := fs.String("as", "", "who decides, recorded in the trace (default: human:$USER)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay migrate RUN --to-version V [--tenant T] [--as NAME] [--db PATH | --database-url URL]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Moves a run paused on version_mismatch (a deploy changed its agent's instructions, tools or")
-		fmt.Fprintln(stderr, "model) to version V and queues it: it continues from its checkpoint under the new agent.")
-		fmt.Fprintln(stderr, "V is the version the workers now run, named in the run's stop detail (belay show RUN).")
-		fmt.Fprintln(stderr, "The move is recorded in the trace as a migrated event, with both versions and who decided.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	runID, err := parseRunArg(fs, args)
+	asJSON := jsonFlag(fs, "the run, one object")
+	runID, err := fs.parseRunArg(args)
 	if err != nil {
 		return err
 	}
@@ -60,6 +58,12 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, struct {
+			runJSON
+			FromVersion string `json:"from_version"`
+		}{runSummary(migrated), run.AgentVersion})
 	}
 	fmt.Fprintf(stdout, "run %s moved from %s version %s to %s and is %s: the next worker on %s that runs %s continues it\n",
 		migrated.ID, migrated.Agent, run.AgentVersion, migrated.AgentVersion, migrated.Status, db.Name(), migrated.AgentVersion)

@@ -3,16 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/sqlite"
 )
 
 // fixture is a store with two finished runs in it.
@@ -107,7 +111,7 @@ func TestOpenExistingStoreMissingFile(t *testing.T) {
 			t.Errorf("%s with a missing database: got error %v, want one saying the file does not exist", cmd, err)
 		}
 	}
-	if _, err := openExistingStore(t.Context(), path); err == nil {
+	if _, err := openExistingStore(t.Context(), path, true); err == nil {
 		t.Fatal("openExistingStore created a database")
 	}
 }
@@ -168,6 +172,114 @@ func TestMistypedFlagIsAUsageError(t *testing.T) {
 		var ue usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%s --no-such-flag: %v, want a usage error", cmd, err)
+		}
+	}
+}
+
+// readOnlyCommands only read the store; the first argument is replaced by
+// a run id.
+var readOnlyCommands = [][]string{
+	{"runs"}, {"show", "RUN"}, {"trace", "RUN"}, {"approvals"}, {"stats", "approvals"},
+	{"killswitch", "status"}, {"keys", "list"}, {"webhooks", "list", "--tenant", "acme"},
+	{"backup", "BACKUP"}, {"check"},
+}
+
+// writingCommands change a store that must exist.
+var writingCommands = [][]string{
+	{"approve", "ap_x"}, {"reject", "ap_x", "--note", "no"}, {"resume", "RUN"}, {"resolve", "RUN", "key_x", "--not-applied"},
+	{"migrate", "RUN", "--to-version", "v2"}, {"killswitch", "on", "--reason", "incident"}, {"prune", "--older-than", "1h"},
+	{"keys", "revoke", "key_x", "--tenant", "acme"}, {"webhooks", "add", "https://example.com/hook", "--tenant", "acme"},
+}
+
+func withArgs(args []string, dir string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		switch a {
+		case "RUN":
+			out[i] = "run_x"
+		case "BACKUP":
+			out[i] = filepath.Join(dir, "copy.db")
+		}
+	}
+	return out
+}
+
+// A file that holds no store (zero bytes, or a SQLite database without a
+// table) given as --db is refused, by every command that does not create
+// stores, and left as it was: opening it would have made it a new, empty
+// store, as a mistyped or truncated --db.
+func TestCommandsRefuseAnEmptyFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	blank := filepath.Join(dir, "blank.db")
+	conn, err := sql.Open("sqlite", blank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec("CREATE TABLE t (x); DROP TABLE t"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	blankBytes, err := os.ReadFile(blank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		path  string
+		bytes []byte
+	}{{empty, nil}, {blank, blankBytes}} {
+		for _, args := range append(slices.Clone(readOnlyCommands), writingCommands...) {
+			args = append(withArgs(args, dir), "--db", f.path)
+			_, err := belayCmd(t, args...)
+			if err == nil || !strings.Contains(err.Error(), f.path) || !strings.Contains(err.Error(), "holds no Belay store") {
+				t.Errorf("belay %s: %v, want it refused, saying the file holds no store", strings.Join(args, " "), err)
+			}
+			if got, _ := os.ReadFile(f.path); !bytes.Equal(got, f.bytes) {
+				t.Fatalf("belay %s changed %s", strings.Join(args, " "), f.path)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("the commands left files beside the empty ones: %v", entries)
+	}
+}
+
+// A command that only reads never migrates: a store of an older schema is
+// refused, untouched, with what to do.
+func TestReadOnlyCommandsDoNotMigrate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "old.db")
+	st, err := openStore(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	conn, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	older := sqlite.SchemaVersion() - 1
+	if _, err := conn.Exec(fmt.Sprintf("PRAGMA user_version = %d", older)); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range readOnlyCommands {
+		if args[0] == "check" {
+			continue // SQLite's own check, of any file, reads and never writes
+		}
+		args = append(withArgs(args, dir), "--db", db)
+		_, err := belayCmd(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "older") || !strings.Contains(err.Error(), "belay serve") {
+			t.Errorf("belay %s on a store of schema %d: %v, want it refused, saying how to migrate it", strings.Join(args, " "), older, err)
+		}
+		var v int
+		if err := conn.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != older {
+			t.Fatalf("belay %s: schema %d (%v), want it left at %d", strings.Join(args, " "), v, err, older)
 		}
 	}
 }

@@ -2,118 +2,106 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/belayrun/belay/policy"
 )
 
-const (
-	policySimulateUsage = "belay policy simulate --traffic FILE --policy FILE [--p-wrong P] [--name NAME]"
-	policyCheckUsage    = "belay policy check --policy FILE"
-)
+const policyUsage = `usage: belay policy simulate --traffic FILE --policy FILE [--p-wrong P] [--name NAME]
+       belay policy check --policy FILE
+
+simulate weighs a policy file against a traffic file (YAML, JSON or CSV rows of
+kind, count, external, cents, bulk, harm): approvals asked, harm left and harm
+stopped per approval, next to gating nothing and gating everything.
+check validates a policy file and prints its version and its rules.`
+
+var policyVerbUsage = map[string]string{
+	"simulate": `usage: belay policy simulate --traffic FILE --policy FILE [--p-wrong P] [--name NAME]
+
+Weighs the policy file against the traffic file (YAML, JSON or CSV rows of kind,
+count, external, cents, bulk, harm): approvals asked, harm left and harm stopped
+per approval, next to gating nothing and gating everything.`,
+	"check": `usage: belay policy check --policy FILE
+
+Validates a policy file and prints its version and its rules, in the order
+they are tried.`,
+}
 
 func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"policy: simulate or check? (usage: " + policySimulateUsage + "; " + policyCheckUsage + ")"}
-	}
-	switch args[0] {
-	case "simulate":
-		return runPolicySimulate(ctx, args[1:], stdout, stderr)
-	case "check":
-		return runPolicyCheck(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: "+policySimulateUsage)
-		fmt.Fprintln(stdout, "       "+policyCheckUsage)
-		fmt.Fprintln(stdout)
-		fmt.Fprintln(stdout, "simulate weighs a policy file against a traffic file (YAML, JSON or CSV rows of")
-		fmt.Fprintln(stdout, "kind, count, external, cents, bulk, harm): approvals asked, harm left and harm")
-		fmt.Fprintln(stdout, "stopped per approval, next to gating nothing and gating everything.")
-		fmt.Fprintln(stdout, "check validates a policy file and prints its version and its rules.")
-		return nil
-	}
-	return usageError{fmt.Sprintf("policy: unknown tool %q (usage: %s; %s)", args[0], policySimulateUsage, policyCheckUsage)}
-}
-
-// policyFlags parses args for "belay policy NAME". Flag mistakes come back
-// as a usageError carrying the usage line, printed once by main; -h prints
-// the flags.
-func policyFlags(name, usage string, args []string, stderr io.Writer, define func(fs *flag.FlagSet)) error {
-	fs := newFlags("policy "+name, stderr)
-	define(fs)
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stderr)
-		fmt.Fprintln(stderr, "usage: "+usage)
-		fs.PrintDefaults()
-		return err
-	case err != nil:
-		return usageError{fmt.Sprintf("policy %s: %v (usage: %s)", name, err, usage)}
-	case fs.NArg() > 0:
-		return usageError{fmt.Sprintf("policy %s: unexpected argument %q (usage: %s)", name, fs.Arg(0), usage)}
-	}
-	return nil
-}
-
-func runPolicySimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var (
-		trafficPath, policyPath, name string
-		pWrong                        float64
-	)
-	err := policyFlags("simulate", policySimulateUsage, args, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&trafficPath, "traffic", "", "traffic file: .yaml, .yml, .json or .csv")
-		fs.StringVar(&policyPath, "policy", "", "policy file")
-		fs.Float64Var(&pWrong, "p-wrong", 0.03, "how often the agent picks the wrong target, from 0 to 1")
-		fs.StringVar(&name, "name", "by rule", "the policy's row in the table")
-	})
+	verb, rest, err := splitVerb("policy", policyUsage, []string{"simulate", "check"}, args, stdout)
 	if err != nil {
+		return err
+	}
+	fs := newFlags("policy "+verb, policyVerbUsage[verb], stdout)
+	if verb == "check" {
+		return runPolicyCheck(fs, rest, stdout)
+	}
+	return runPolicySimulate(ctx, fs, rest, stdout)
+}
+
+func runPolicySimulate(ctx context.Context, fs *commandFlags, args []string, stdout io.Writer) error {
+	trafficPath := fs.String("traffic", "", "traffic file: .yaml, .yml, .json or .csv")
+	policyPath := fs.String("policy", "", "policy file")
+	pWrong := fs.Float64("p-wrong", 0.03, "how often the agent picks the wrong target, from 0 to 1")
+	name := fs.String("name", "by rule", "the policy's row in the table")
+	asJSON := jsonFlag(fs, "one object per row of the table")
+	if err := fs.parseNone(args); err != nil {
 		return err
 	}
 	switch {
-	case trafficPath == "":
-		return usageError{"policy simulate: --traffic is required (usage: " + policySimulateUsage + ")"}
-	case policyPath == "":
-		return usageError{"policy simulate: --policy is required (usage: " + policySimulateUsage + ")"}
-	case !(pWrong >= 0 && pWrong <= 1):
-		return usageError{fmt.Sprintf("policy simulate: --p-wrong %v is not between 0 and 1 (usage: %s)", pWrong, policySimulateUsage)}
-	case name == "":
-		return usageError{"policy simulate: --name is empty (usage: " + policySimulateUsage + ")"}
+	case *trafficPath == "":
+		return usageError{"policy simulate: --traffic is required (" + fs.usageLine() + ")"}
+	case *policyPath == "":
+		return usageError{"policy simulate: --policy is required (" + fs.usageLine() + ")"}
+	case !(*pWrong >= 0 && *pWrong <= 1):
+		return usageError{fmt.Sprintf("policy simulate: --p-wrong %v is not between 0 and 1 (%s)", *pWrong, fs.usageLine())}
+	case *name == "":
+		return usageError{"policy simulate: --name is empty (" + fs.usageLine() + ")"}
 	}
-	p, err := policy.Load(policyPath)
+	p, err := policy.Load(*policyPath)
 	if err != nil {
 		return err
 	}
-	traffic, err := policy.LoadTraffic(trafficPath)
+	traffic, err := policy.LoadTraffic(*trafficPath)
 	if err != nil {
 		return err
 	}
-	report, err := policy.Simulate(ctx, traffic, p.Policy(), pWrong)
+	report, err := policy.Simulate(ctx, traffic, p.Policy(), *pWrong)
 	if err != nil {
 		return err
 	}
-	report.Policy.Name = name
+	report.Policy.Name = *name
+	if *asJSON {
+		return writeJSONLines(stdout, []policyRowJSON{
+			newPolicyRowJSON("nothing", report.Nothing), newPolicyRowJSON("everything", report.Everything),
+			newPolicyRowJSON("policy", report.Policy)})
+	}
 	_, err = io.WriteString(stdout, report.Format())
 	return err
 }
 
-func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
-	var policyPath string
-	err := policyFlags("check", policyCheckUsage, args, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&policyPath, "policy", "", "policy file")
-	})
+func runPolicyCheck(fs *commandFlags, args []string, stdout io.Writer) error {
+	policyPath := fs.String("policy", "", "policy file")
+	asJSON := jsonFlag(fs, "the policy and its rules, one object")
+	if err := fs.parseNone(args); err != nil {
+		return err
+	}
+	if *policyPath == "" {
+		return usageError{"policy check: --policy is required (" + fs.usageLine() + ")"}
+	}
+	p, err := policy.Load(*policyPath)
 	if err != nil {
 		return err
 	}
-	if policyPath == "" {
-		return usageError{"policy check: --policy is required (usage: " + policyCheckUsage + ")"}
-	}
-	p, err := policy.Load(policyPath)
-	if err != nil {
-		return err
+	if *asJSON {
+		out := policyJSON{Version: p.Version(), Digest: p.Digest(), Default: string(p.Default()), Rules: []policyRuleJSON{}}
+		for _, r := range p.Rules() {
+			out.Rules = append(out.Rules, policyRuleJSON{Name: r.Name, Line: r.Line, Rule: r.String(),
+				Decision: string(r.Decision), Reason: r.Reason, Category: r.Category})
+		}
+		return writeJSON(stdout, out)
 	}
 	fmt.Fprintln(stdout, p.Version())
 	for i, r := range p.Rules() {
@@ -125,4 +113,53 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintln(stdout, "otherwise: "+otherwise)
 	return err
+}
+
+// policyJSON is what policy check --json prints.
+type policyJSON struct {
+	Version string           `json:"version"`
+	Digest  string           `json:"digest"`
+	Default string           `json:"default"`
+	Rules   []policyRuleJSON `json:"rules"`
+}
+
+type policyRuleJSON struct {
+	Name string `json:"name"`
+	Line int    `json:"line"`
+	// Rule is the rule as policy check prints it.
+	Rule     string `json:"rule"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+	Category string `json:"category"`
+}
+
+// policyRowJSON is a row of policy simulate's table. PerApproval is null
+// when nothing needs approval.
+type policyRowJSON struct {
+	// Row is nothing, everything or policy: gating nothing, gating
+	// everything, or the policy file.
+	Row         string   `json:"row"`
+	Name        string   `json:"name"`
+	Approvals   int      `json:"approvals"`
+	Denied      int      `json:"denied"`
+	HarmLeft    float64  `json:"harm_left"`
+	HarmStopped float64  `json:"harm_stopped"`
+	PerApproval *float64 `json:"per_approval"`
+	Gated       []string `json:"gated"`
+	DeniedKinds []string `json:"denied_kinds"`
+}
+
+func newPolicyRowJSON(row string, r policy.Row) policyRowJSON {
+	out := policyRowJSON{Row: row, Name: r.Name, Approvals: r.Approvals, Denied: r.Denied,
+		HarmLeft: r.HarmLeft, HarmStopped: r.HarmStopped, Gated: r.Gated, DeniedKinds: r.DeniedKinds}
+	if !math.IsNaN(r.PerApproval) && !math.IsInf(r.PerApproval, 0) {
+		out.PerApproval = &r.PerApproval
+	}
+	if out.Gated == nil {
+		out.Gated = []string{}
+	}
+	if out.DeniedKinds == nil {
+		out.DeniedKinds = []string{}
+	}
+	return out
 }

@@ -108,7 +108,7 @@ func TestPolicyUsage(t *testing.T) {
 		t.Errorf("-h: %v", err)
 	}
 	out, err := belayCmd(t, "policy", "help")
-	if err != nil || !strings.Contains(out, "usage: belay policy simulate") {
+	if exitCode(err) != 0 || !strings.Contains(out, "usage: belay policy simulate") {
 		t.Errorf("help: %q, %v", out, err)
 	}
 	if _, err := belayCmd(t, "policy", "simulate", "--traffic", "nope.yaml", "--policy", ruleFile); err == nil || !strings.Contains(err.Error(), "nope.yaml") {

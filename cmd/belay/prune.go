@@ -16,27 +16,22 @@ import (
 // enough that workers writing beside it wait little.
 const pruneBatch = 200
 
+const pruneUsage = `usage: belay prune --older-than AGE [--db PATH]
+
+Deletes the runs that ended (done, failed, escalated, canceled) longer ago than AGE,
+of every tenant, with their messages, traces, ledger entries, approvals and
+notifications. A run that has not ended is never deleted. Workers may run meanwhile.
+A pruned run's request id names no run any more: a client that sends the same request
+again starts a new run, so keep runs longer than clients retry. Take a backup first if
+the history matters (belay backup).`
+
 func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("prune", stderr)
+	fs := newFlags("prune", pruneUsage, stdout)
 	db := dbFlag(fs)
 	olderThan := fs.String("older-than", "", "delete runs that ended longer ago than this: 30d, 12h, 90m (required)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay prune --older-than AGE [--db PATH]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Deletes the runs that ended (done, failed, escalated, canceled) longer ago than AGE,")
-		fmt.Fprintln(stderr, "of every tenant, with their messages, traces, ledger entries, approvals and")
-		fmt.Fprintln(stderr, "notifications. A run that has not ended is never deleted. Workers may run meanwhile.")
-		fmt.Fprintln(stderr, "A pruned run's request id names no run any more: a client that sends the same request")
-		fmt.Fprintln(stderr, "again starts a new run, so keep runs longer than clients retry. Take a backup first if")
-		fmt.Fprintln(stderr, "the history matters (belay backup).")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	asJSON := jsonFlag(fs, "how many runs were deleted, one object")
+	if err := fs.parseNone(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("prune: unexpected argument %q", fs.Arg(0))}
 	}
 	if *olderThan == "" {
 		return usageError{"prune: say how old a run must be: --older-than 30d"}
@@ -63,6 +58,12 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if n == 0 {
 			break
 		}
+	}
+	if *asJSON {
+		return writeJSON(stdout, struct {
+			Deleted int       `json:"deleted"`
+			Before  time.Time `json:"before"`
+		}{total, before.UTC()})
 	}
 	fmt.Fprintf(stdout, "deleted %d runs that ended before %s\n", total, before.UTC().Format(time.RFC3339))
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -17,24 +16,18 @@ import (
 // runsPage is how many runs one ListRuns call reads.
 const runsPage = 500
 
+const runsUsage = `usage: belay runs [--db PATH] [--status S] [--limit N] [--json]
+
+Lists runs, oldest first, with status, steps and cost.`
+
 func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("runs", stderr)
+	fs := newFlags("runs", runsUsage, stdout)
 	db := dbFlag(fs)
 	status := fs.String("status", "", "list only runs in this status: "+strings.Join(statusNames(), ", "))
 	limit := fs.Int("limit", 50, "list the N most recent runs; 0 lists all")
-	asJSON := fs.Bool("json", false, "print one JSON object per run, one per line")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay runs [--db PATH] [--status S] [--limit N] [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Lists runs, oldest first, with status, steps and cost.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	asJSON := jsonFlag(fs, "one object per run")
+	if err := fs.parseNone(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("runs: unexpected argument %q", fs.Arg(0))}
 	}
 	if *status != "" && !validStatus(store.Status(*status)) {
 		return usageError{fmt.Sprintf("runs: unknown status %q (want one of %s)", *status, strings.Join(statusNames(), ", "))}
@@ -43,7 +36,7 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{"runs: --limit must not be negative"}
 	}
 
-	s, err := db.openExisting(ctx)
+	s, err := db.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -54,13 +47,11 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, r := range runs {
-			if err := enc.Encode(runSummary(r)); err != nil {
-				return err
-			}
+		out := make([]runJSON, len(runs))
+		for i, r := range runs {
+			out[i] = runSummary(r)
 		}
-		return nil
+		return writeJSONLines(stdout, out)
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(stdout, "no runs")

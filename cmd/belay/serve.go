@@ -26,6 +26,14 @@ import (
 	"github.com/belayrun/belay/webhook"
 )
 
+const serveUsage = `usage: belay serve [--db PATH | --database-url URL] [--addr HOST:PORT] [--config FILE] [flags]
+
+Runs workers for the support agent, or the agents of --config FILE, with the
+HTTP API (/v1/), the approval console (/console/) and /metrics, until SIGTERM
+or SIGINT; then each step in flight finishes and its lease is released, so
+another worker takes the run over at once. Creates the store if it does not
+exist. Several serve processes may share one store.`
+
 // runServe runs workers for the support-desk agent, or the agents of a
 // configuration file, with the HTTP API, the approval console and the
 // webhook sender, until SIGTERM or SIGINT, then stops gracefully: each run
@@ -33,7 +41,7 @@ import (
 // another worker takes it over at once. Several serve processes may share
 // one store.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
+	fs := newFlags("serve", serveUsage, stdout)
 	db := dbFlag(fs)
 	worldPath := fs.String("world", "", "path of the support world's database (default: DB + .world)")
 	workers := fs.Int("workers", 16, "runs executed at once")
@@ -49,10 +57,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bodyTimeout := fs.Duration("body-timeout", 10*time.Second,
 		"how long a request body may take to arrive after its headers; a slower one is answered 408 and its connection closed")
 	configPath := fs.String("config", "", "agents from a file (models, instructions, MCP servers, policy, budget) instead of the support desk")
-	slow := slowToolFlag(fs)
+	slow := slowToolFlag(fs.FlagSet)
 	keepEnded := fs.String("keep-ended", "", "delete runs that ended longer ago than this, with all they own: 90d, 720h (default: keep every run)")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := fs.parseNone(args); err != nil {
+		return err
 	}
 	if *bodyTimeout <= 0 {
 		return usageError{"serve: --body-timeout must be positive, like 10s"}
@@ -65,7 +73,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		keep = k
 	}
-	st, err := db.openAccess(ctx, true)
+	st, err := db.openAccess(ctx, accessCreate)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -17,23 +16,20 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
+const showUsage = `usage: belay show RUN [--db PATH] [--json]
+
+Shows one run: status, cost, plan, the conversation and the side effects.`
+
 func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("show", stderr)
+	fs := newFlags("show", showUsage, stdout)
 	db := dbFlag(fs)
-	asJSON := fs.Bool("json", false, "print the whole checkpoint as one JSON object")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay show RUN [--db PATH] [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Shows one run: status, cost, plan, the conversation and the side effects.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	id, err := parseRunArg(fs, args)
+	asJSON := jsonFlag(fs, "the whole checkpoint, one object")
+	id, err := fs.parseRunArg(args)
 	if err != nil {
 		return err
 	}
 
-	s, err := db.openExisting(ctx)
+	s, err := db.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -56,27 +52,9 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(cp)
+		return writeJSON(stdout, cp)
 	}
 	return printCheckpoint(stdout, cp)
-}
-
-// parseRunArg parses flags that may come before or after the one RUN
-// argument: `belay show RUN --json` and `belay show --json RUN` both work.
-func parseRunArg(fs *flag.FlagSet, args []string) (string, error) {
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return "", err
-	}
-	name := strings.TrimPrefix(fs.Name(), "belay ")
-	switch len(pos) {
-	case 1:
-		return pos[0], nil
-	case 0:
-		return "", usageError{fmt.Sprintf("%s: which run? (usage: belay %s RUN; list runs with: belay runs)", name, name)}
-	default:
-		return "", usageError{fmt.Sprintf("%s: want one run id, got %d", name, len(pos))}
-	}
 }
 
 // checkpoint is a run as `belay show --json` prints it: everything the store

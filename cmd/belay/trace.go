@@ -9,23 +9,23 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
+const traceUsage = `usage: belay trace RUN [--db PATH]
+
+Prints a run's trace as JSONL, one event a line, in order:
+{"ts": unix seconds, "run_id", "step", "type", then the event's own fields}.`
+
 func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trace", stderr)
+	fs := newFlags("trace", traceUsage, stdout)
 	db := dbFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: belay trace RUN [--db PATH]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, `Prints a run's trace as JSONL, one event a line, in order:`)
-		fmt.Fprintln(stderr, `{"ts": unix seconds, "run_id", "step", "type", then the event's own fields}.`)
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	id, err := parseRunArg(fs, args)
+	// The trace is JSON Lines with or without it; scripts may pass --json
+	// to every command.
+	fs.Bool("json", false, "the trace is JSON Lines already; accepted like every command's --json")
+	id, err := fs.parseRunArg(args)
 	if err != nil {
 		return err
 	}
 
-	s, err := db.openExisting(ctx)
+	s, err := db.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

@@ -60,11 +60,15 @@ func TestWebhooksAddDestinations(t *testing.T) {
 		t.Errorf("webhooks list: want a header and 3 webhooks:\n%s", out)
 	}
 	out, err = belayCmd(t, "webhooks", "list", "--db", db, "--tenant", "acme", "--json")
-	var listed []struct {
-		ID, URL string
-		Secret  string
+	var listed []map[string]any
+	for line := range strings.Lines(out) {
+		var h map[string]any
+		if err := json.Unmarshal([]byte(line), &h); err != nil {
+			t.Fatalf("webhooks list --json: line %q: %v", line, err)
+		}
+		listed = append(listed, h)
 	}
-	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 3 || listed[0].Secret != "" {
+	if err != nil || len(listed) != 3 || listed[0]["url"] != "https://example.com/hook" || listed[0]["secret"] != nil {
 		t.Errorf("webhooks list --json: %v\n%s\nwant 3 webhooks as JSON, no secret", err, out)
 	}
 }

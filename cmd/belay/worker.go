@@ -18,18 +18,23 @@ import (
 // reaches its crash point; it then waits to be killed.
 const crashMarker = "CRASHPOINT"
 
+const workerUsage = `usage: belay worker [--db PATH] [--world PATH] [--crash-after KIND | --crash-at-unknown]
+
+Executes the due runs of the support agent until none is due; belay demo
+starts it as a process of its own so that it can kill it.`
+
 // runWorker executes the due runs of the support agent until none is due.
 // The demo starts it as a separate process so that it can kill it.
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("worker", stderr)
+	fs := newFlags("worker", workerUsage, stdout)
 	db := dbFlag(fs)
 	worldPath := fs.String("world", "", "path of the support world's database (default: DB + .world)")
 	crashAfter := fs.String("crash-after", "", "after this kind of side effect lands (refund, email, note), stop and wait to be killed")
 	crashAtUnknown := fs.Bool("crash-at-unknown", false, "once an unknown outcome is recorded, stop and wait to be killed")
 	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := fs.parseNone(args); err != nil {
+		return err
 	}
 	st, err := db.open(ctx)
 	if err != nil {

@@ -28,6 +28,18 @@ var migrationFS embed.FS
 //go:embed query/schema_inspect.sql
 var schemaInspectSQL string
 
+// SchemaVersion is the schema version this package migrates a SQLite file
+// to, and writes: the number of its latest migration.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil {
+		// Misnumbered migration files, which the tests refuse; such a build
+		// opens no store either.
+		return 0
+	}
+	return len(ms)
+}
+
 // migrations returns the embedded migrations in order.
 func migrations() ([]migration.File, error) {
 	return migration.Load(migrationFS, "migration/*.up.sql")
