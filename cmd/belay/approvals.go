@@ -153,7 +153,7 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 		return err
 	}
 	defer st.Close()
-	a, err := belay.DecideApproval(ctx, st, "", id, d)
+	a, err := belay.NewOperator(st).Decide(ctx, "", id, d)
 	switch {
 	case errors.Is(err, belay.ErrApprovalNotFound):
 		return fmt.Errorf("%w (list pending approvals with: belay approvals %s)", err, db)

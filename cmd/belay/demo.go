@@ -321,80 +321,88 @@ func (p *tracePrinter) flush(ctx context.Context) {
 
 // describeEvent renders one trace event for a person, or "" to skip it.
 func describeEvent(ev store.Event) string {
-	var d map[string]any
-	if err := json.Unmarshal(ev.Data, &d); err != nil {
-		return ev.Type
-	}
-	str := func(k string) string { s, _ := d[k].(string); return s }
 	switch ev.Type {
-	case "claimed":
-		if resumed, _ := d["resumed"].(bool); resumed {
-			return fmt.Sprintf("claimed at epoch %v, resuming from the last checkpoint", d["epoch"])
+	case store.EventClaimed:
+		d, _ := store.DecodeEvent[store.ClaimedData](ev)
+		if d.Resumed {
+			return fmt.Sprintf("claimed at epoch %d, resuming from the last checkpoint", d.Epoch)
 		}
-		return fmt.Sprintf("claimed at epoch %v", d["epoch"])
-	case "model_call":
+		return fmt.Sprintf("claimed at epoch %d", d.Epoch)
+	case store.EventModelCall:
+		d, _ := store.DecodeEvent[store.ModelCallData](ev)
 		var calls []string
-		if cs, ok := d["tool_calls"].([]any); ok {
-			for _, c := range cs {
-				if m, ok := c.(map[string]any); ok {
-					calls = append(calls, fmt.Sprint(m["name"]))
-				}
-			}
+		for _, c := range d.ToolCalls {
+			calls = append(calls, c.Name)
 		}
-		thought := firstLine(str("thought"))
 		if len(calls) == 0 {
-			return fmt.Sprintf("model answers (%v in / %v out tokens)", d["input_tokens"], d["output_tokens"])
+			return fmt.Sprintf("model answers (%d in / %d out tokens)", d.InputTokens, d.OutputTokens)
 		}
+		thought := firstLine(d.Thought)
 		if thought != "" {
 			thought = " - " + thought
 		}
 		return fmt.Sprintf("model asks for %s%s", strings.Join(calls, ", "), thought)
-	case "tool_result":
+	case store.EventToolResult:
+		d, _ := store.DecodeEvent[store.ToolResultData](ev)
 		mark := "ok"
-		if isErr, _ := d["is_error"].(bool); isErr {
+		if d.IsError {
 			mark = "error"
 		}
-		return fmt.Sprintf("  %s -> %s: %s", str("tool"), mark, firstLine(str("preview")))
-	case "effect_reused":
-		return fmt.Sprintf("  %s already done under key %s: recorded result returned, not called again", str("tool"), str("key"))
-	case "effect_unknown":
-		return fmt.Sprintf("  %s: outcome UNKNOWN, %s; intent %s recorded as unknown, not retried", str("tool"), cause(str("error")), str("key"))
-	case "reconcile":
-		if found, _ := d["found"].(bool); found {
-			return fmt.Sprintf("  %s: pending intent %s found downstream; recorded, not repeated", str("tool"), str("key"))
+		return fmt.Sprintf("  %s -> %s: %s", d.Tool, mark, firstLine(d.Preview))
+	case store.EventEffectReused:
+		d, _ := store.DecodeEvent[store.EffectData](ev)
+		return fmt.Sprintf("  %s already done under key %s: recorded result returned, not called again", d.Tool, d.Key)
+	case store.EventEffectUnknown:
+		d, _ := store.DecodeEvent[store.EffectUnknownData](ev)
+		return fmt.Sprintf("  %s: outcome UNKNOWN, %s; intent %s recorded as unknown, not retried", d.Tool, cause(d.Error), d.Key)
+	case store.EventReconcile:
+		d, _ := store.DecodeEvent[store.ReconcileData](ev)
+		if d.Found {
+			return fmt.Sprintf("  %s: pending intent %s found downstream; recorded, not repeated", d.Tool, d.Key)
 		}
-		return fmt.Sprintf("  %s: pending intent %s not found downstream; safe to call", str("tool"), str("key"))
-	case "checkpoint":
+		return fmt.Sprintf("  %s: pending intent %s not found downstream; safe to call", d.Tool, d.Key)
+	case store.EventCheckpoint:
 		return "checkpoint"
-	case "verify":
-		if ok, _ := d["ok"].(bool); ok {
-			return fmt.Sprintf("verified: %s", str("requirement"))
+	case store.EventVerify:
+		d, _ := store.DecodeEvent[store.VerifyData](ev)
+		if d.OK {
+			return fmt.Sprintf("verified: %s", d.Requirement)
 		}
-		return fmt.Sprintf("NOT verified: %s", str("requirement"))
-	case "stop":
-		if used, ok := d["used"].(float64); ok {
-			next, _ := d["next_call"].(float64)
-			limit, _ := d["limit"].(float64)
-			if str("unit") == "usd" {
+		return fmt.Sprintf("NOT verified: %s", d.Requirement)
+	case store.EventStop:
+		d, _ := store.DecodeEvent[store.StopData](ev)
+		if d.Used != nil {
+			var next, limit float64
+			if d.NextCall != nil {
+				next = *d.NextCall
+			}
+			if d.Limit != nil {
+				limit = *d.Limit
+			}
+			if d.Unit == "usd" {
 				return fmt.Sprintf("run %s (%s): spent $%.6f, the next call would cost $%.6f, the limit is $%.6f",
-					str("status"), str("reason"), used, next, limit)
+					d.Status, d.Reason, *d.Used, next, limit)
 			}
 			return fmt.Sprintf("run %s (%s): used %g %s, the next call would take %g, the limit is %g",
-				str("status"), str("reason"), used, str("unit"), next, limit)
+				d.Status, d.Reason, *d.Used, d.Unit, next, limit)
 		}
-		return fmt.Sprintf("run %s (%s)", str("status"), str("reason"))
-	case "loop_detected":
-		if str("action") == "replan" {
-			return fmt.Sprintf("loop detector (%s) fired: the model is told to REPLAN", str("detector"))
+		return fmt.Sprintf("run %s (%s)", d.Status, d.Reason)
+	case store.EventLoopDetected:
+		d, _ := store.DecodeEvent[store.LoopDetectedData](ev)
+		if d.Action == "replan" {
+			return fmt.Sprintf("loop detector (%s) fired: the model is told to REPLAN", d.Detector)
 		}
-		return fmt.Sprintf("loop detector (%s) fired again: escalating to a person", str("detector"))
-	case "approval_requested":
-		return fmt.Sprintf("approval requested: %s (%s); the worker lets go of the run", str("summary"), str("reason"))
-	case "approval_decided":
-		return fmt.Sprintf("approval %s by %s", str("status"), str("by"))
-	case "resumed":
-		return fmt.Sprintf("resumed by %s after %s", str("by"), str("stop_reason"))
-	case "released":
+		return fmt.Sprintf("loop detector (%s) fired again: escalating to a person", d.Detector)
+	case store.EventApprovalRequested:
+		d, _ := store.DecodeEvent[store.ApprovalRequestedData](ev)
+		return fmt.Sprintf("approval requested: %s (%s); the worker lets go of the run", d.Summary, d.Reason)
+	case store.EventApprovalDecided:
+		d, _ := store.DecodeEvent[store.ApprovalDecidedData](ev)
+		return fmt.Sprintf("approval %s by %s", d.Status, d.By)
+	case store.EventResumed:
+		d, _ := store.DecodeEvent[store.ResumedData](ev)
+		return fmt.Sprintf("resumed by %s after %s", d.By, d.StopReason)
+	case store.EventReleased:
 		return "lease released"
 	}
 	return ""

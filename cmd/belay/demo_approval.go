@@ -53,7 +53,7 @@ func decideDemoApprovals(ctx context.Context, rt *belay.Runtime, st store.Store,
 			}
 			fmt.Fprintf(stdout, "  approved as policy:demo-auto (%s)\n", why)
 		}
-		decided, err := rt.Decide(ctx, a.Tenant, a.ID, d)
+		decided, err := rt.Operator().Decide(ctx, a.Tenant, a.ID, d)
 		if err != nil {
 			return nil, err
 		}

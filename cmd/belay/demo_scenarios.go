@@ -89,7 +89,7 @@ func runGuardScenario(ctx context.Context, sc guardScenario, rt *belay.Runtime, 
 		say("")
 		say("[operator] belay resume %s --add-usd %g", run.ID, sc.raise.USD)
 		say("")
-		if _, err := rt.Resume(ctx, run.Tenant, run.ID, *sc.raise, "human:demo-operator"); err != nil {
+		if _, err := rt.Operator().Resume(ctx, run.Tenant, run.ID, *sc.raise, "human:demo-operator"); err != nil {
 			return err
 		}
 		summary.Resumes++

@@ -99,10 +99,10 @@ func newDataStore(t *testing.T) dataStore {
 	if err != nil || len(pending) != 4 {
 		t.Fatalf("pending %v, %v", pending, err)
 	}
-	if _, err := belay.DecideApproval(ctx, st, "", pending[0].ID, belay.ApprovalDecision{Verdict: "approve", By: "policy:demo-auto"}); err != nil {
+	if _, err := belay.NewOperator(st).Decide(ctx, "", pending[0].ID, belay.ApprovalDecision{Verdict: "approve", By: "policy:demo-auto"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := belay.DecideApproval(ctx, st, "", pending[1].ID, belay.ApprovalDecision{Verdict: "reject", By: "human:maya", Note: "open invoices"}); err != nil {
+	if _, err := belay.NewOperator(st).Decide(ctx, "", pending[1].ID, belay.ApprovalDecision{Verdict: "reject", By: "human:maya", Note: "open invoices"}); err != nil {
 		t.Fatal(err)
 	}
 	d.pending = []string{pending[2].ID, pending[3].ID}

@@ -76,7 +76,7 @@ func runKillSwitch(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if reason == "" {
 			return usageError{"killswitch on needs --reason: it is what the people who get the paused runs read"}
 		}
-		if err := belay.SetKillSwitch(ctx, st, *tenant, true, reason); err != nil {
+		if err := belay.NewOperator(st).SetKillSwitch(ctx, *tenant, true, reason); err != nil {
 			return err
 		}
 		if *asJSON {
@@ -84,7 +84,7 @@ func runKillSwitch(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		fmt.Fprintf(stdout, "kill switch engaged for %s: running runs pause at their next step, new runs wait\n", scope)
 	case "off":
-		if err := belay.SetKillSwitch(ctx, st, *tenant, false, reason); err != nil {
+		if err := belay.NewOperator(st).SetKillSwitch(ctx, *tenant, false, reason); err != nil {
 			return err
 		}
 		if *asJSON {

@@ -52,7 +52,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return usageError{msg}
 	}
-	migrated, err := belay.MigrateRun(ctx, st, *tenant, runID, *to, decider(*as))
+	migrated, err := belay.NewOperator(st).Migrate(ctx, *tenant, runID, *to, decider(*as))
 	if errors.Is(err, store.ErrWrongStatus) {
 		return fmt.Errorf("%w; only a run paused on version_mismatch is migrated (see its status with: belay show %s %s)", err, runID, db)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/examples/support"
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/postgres"
@@ -636,13 +637,7 @@ func TestZombieWorkerIsFenced(t *testing.T) {
 // waitFor polls cond until it holds, failing the test when ctx ends.
 func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-tick.C:
-		}
+	if err := testrun.WaitUntil(ctx, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }

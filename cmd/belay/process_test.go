@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -28,12 +29,13 @@ var built struct {
 	err  error
 }
 
+// Every goroutine a command starts ends with it.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}
-	os.Exit(code)
+	os.Exit(testrun.Exit(code))
 }
 
 // belayBinary builds cmd/belay (without the race detector: the children

@@ -45,7 +45,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *result != "" {
 		o.Result = json.RawMessage(*result)
 	}
-	run, err := belay.ResolveOutcome(ctx, st, "", pos[0], o, decider(*as))
+	run, err := belay.NewOperator(st).ResolveOutcome(ctx, "", pos[0], o, decider(*as))
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := getRun(ctx, st, db, runID); err != nil {
 		return err
 	}
-	run, err := belay.ResumeRun(ctx, st, "", runID, raise, decider(*as))
+	run, err := belay.NewOperator(st).Resume(ctx, "", runID, raise, decider(*as))
 	if errors.Is(err, store.ErrWrongStatus) {
 		return fmt.Errorf("%w; only a paused run can be resumed (see its status with: belay show %s %s)", err, runID, db)
 	}

@@ -85,7 +85,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		var closeMCP func() error
-		agents, closeMCP, err = f.Build(ctx, buildModel)
+		// The requirements that read a run's effects read them here.
+		agents, closeMCP, err = f.BuildWith(ctx, config.BuildParams{Models: buildModel, Effects: st})
 		if err != nil {
 			return err
 		}

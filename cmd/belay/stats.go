@@ -37,7 +37,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer st.Close()
-	stats, err := belay.ApprovalStats(ctx, st, *tenant)
+	stats, err := belay.NewOperator(st).ApprovalStats(ctx, *tenant)
 	if err != nil {
 		return err
 	}

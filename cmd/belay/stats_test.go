@@ -52,7 +52,7 @@ func TestStatsShowPolicyDecisionsApart(t *testing.T) {
 	if err != nil || len(pending) != 2 {
 		t.Fatalf("pending %v, %v", pending, err)
 	}
-	if _, err := belay.DecideApproval(ctx, st, "", pending[0].ID, belay.ApprovalDecision{Verdict: "approve", By: "policy:demo-auto"}); err != nil {
+	if _, err := belay.NewOperator(st).Decide(ctx, "", pending[0].ID, belay.ApprovalDecision{Verdict: "approve", By: "policy:demo-auto"}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -11,14 +11,13 @@ import (
 	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/store/sqlite"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testrun.Main(m)
 }
 
 // newWorld opens a seeded world in a file of the test's own.

@@ -15,14 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files in testdata")
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testrun.Main(m) }
 
 const testKey = "sk-ant-test-0123456789abcdef"
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/goleak"
 
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/storetest"
 )
@@ -63,13 +63,7 @@ func TestMain(m *testing.M) {
 	if len(testDB.skipped) > 0 {
 		fmt.Fprintf(os.Stderr, "\n%s\nSKIPPED: %s\n\n", noDatabase(), strings.Join(testDB.skipped, ", "))
 	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testrun.Exit(code))
 }
 
 func noDatabase() string {

@@ -15,16 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/internal/migration"
 	"github.com/belayrun/belay/store/storetest"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testrun.Main(m) }
 
 //go:embed query/*.sql
 var queryFiles embed.FS

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/store"
 )
 
@@ -52,7 +52,7 @@ func TestWritersTakeTurns(t *testing.T) {
 	}
 	defer flatOut.Wait()
 	defer close(stop)
-	waitFor(t, "the first store to write", func() bool { return busyDone.Load() >= 50 })
+	testrun.WaitFor(t, "the first store to write", func() bool { return busyDone.Load() >= 50 })
 
 	const each, writers = 40, 8
 	var (
@@ -89,18 +89,6 @@ func TestWritersTakeTurns(t *testing.T) {
 		t.Error("no transaction counted a wait for the other store's lock")
 	}
 	t.Logf("while the second store made %d writes the first made %d", total, meanwhile)
-}
-
-// waitFor waits until cond holds, failing the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
-		}
-		runtime.Gosched()
-	}
 }
 
 // TestCloseWhileWaitingForTheLock closes a store whose writer waits for the

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/belayrun/belay/internal/testrun"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 )
 
 // childEnv makes the test binary, started again by a test, serve MCP over
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	testrun.Main(m)
 }
 
 // recorder keeps what a test server was called with.
