@@ -266,20 +266,11 @@ func TestWorkerCutOffFromTheStoreSendsNothingAfterItsLease(t *testing.T) {
 		Reconcile: func(ctx context.Context, key string, _ json.RawMessage) (json.RawMessage, bool, error) {
 			return b.find(key)
 		}}
-	newWorker := func(s store.Store) *Runtime {
-		agent := chargeAgent(charge)
-		agent.Policy, agent.PolicyVersion = allowAll, "allow-all"
-		rt, err := New(Config{Store: s, Agents: []*Agent{agent}, LeaseTTL: ttl, PollInterval: 10 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rt
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
 	cutA := &partitionedStore{Store: st, cut: make(chan struct{})}
-	a := newWorker(cutA)
+	a := newChargeWorker(t, cutA, charge, ttl)
 	run, _, err := a.StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "charge"})
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +282,7 @@ func TestWorkerCutOffFromTheStoreSendsNothingAfterItsLease(t *testing.T) {
 	}
 	close(cutA.cut)
 
-	bw := newWorker(st)
+	bw := newChargeWorker(t, st, charge, ttl)
 	bw.Start(ctx)
 	defer stopWithin(t, bw, 10*time.Second)
 	got, err := waitStatus(ctx, st, run.ID, store.StatusDone)
@@ -342,19 +333,10 @@ func TestSuccessorWaitsOutACallStillInFlight(t *testing.T) {
 		Reconcile: func(ctx context.Context, key string, _ json.RawMessage) (json.RawMessage, bool, error) {
 			return b.find(key)
 		}}
-	newWorker := func(s store.Store) *Runtime {
-		agent := chargeAgent(charge)
-		agent.Policy, agent.PolicyVersion = allowAll, "allow-all"
-		rt, err := New(Config{Store: s, Agents: []*Agent{agent}, LeaseTTL: ttl, PollInterval: 10 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rt
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cutA := &partitionedStore{Store: st, cut: make(chan struct{})}
-	a := newWorker(cutA)
+	a := newChargeWorker(t, cutA, charge, ttl)
 	run, _, err := a.StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "charge"})
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +346,7 @@ func TestSuccessorWaitsOutACallStillInFlight(t *testing.T) {
 	<-sent
 	close(cutA.cut)
 
-	bw := newWorker(st)
+	bw := newChargeWorker(t, st, charge, ttl)
 	bw.Start(ctx)
 	defer stopWithin(t, bw, 10*time.Second)
 	got, err := waitStatus(ctx, st, run.ID, store.StatusDone)
@@ -379,6 +361,19 @@ func TestSuccessorWaitsOutACallStillInFlight(t *testing.T) {
 	if len(effs) != 1 || effs[0].State != store.EffectDone || !strings.Contains(string(effs[0].Result), "found") || got.LeaseEpoch < 2 {
 		t.Errorf("ledger %+v at epoch %d, want A's charge found by B", effs, got.LeaseEpoch)
 	}
+}
+
+// newChargeWorker is a worker of chargeAgent over s, with a short lease and
+// a quick poll.
+func newChargeWorker(t *testing.T, s store.Store, charge Tool, ttl time.Duration) *Runtime {
+	t.Helper()
+	agent := chargeAgent(charge)
+	agent.Policy, agent.PolicyVersion = allowAll, "allow-all"
+	rt, err := New(Config{Store: s, Agents: []*Agent{agent}, LeaseTTL: ttl, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
 
 // waitStatus polls the run until it has status, or ctx ends.
