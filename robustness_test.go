@@ -1,3 +1,7 @@
+// Tests of the engine's answers to what goes wrong in a step: a replayed
+// turn, a policy that fails, a tool that ignores its context, a write cut
+// short, a damaged store, ... One file of such cases, each small and
+// independent, is easier to read than a file per case.
 package belay
 
 import (

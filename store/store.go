@@ -4,6 +4,12 @@
 // The interface is not meant to be implemented outside this module; drivers
 // live in sibling packages (store/sqlite, store/postgres) and all pass the
 // conformance suite in store/storetest.
+//
+// This file is the seam itself, and long for it: the Store interface with
+// the row types and Params structs its methods take, kept together so a
+// driver's author reads the whole contract in one place. The trace event
+// catalogue (catalogue.go), the shared checks (check.go) and the optional
+// capabilities are in files of their own.
 package store
 
 import (

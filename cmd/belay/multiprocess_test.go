@@ -1,3 +1,7 @@
+// The multi-process tests of belay serve on PostgreSQL: a fleet killed
+// with SIGKILL and a zombie stopped with SIGSTOP, with the cluster they
+// share (its schema, world, approver and audit checks) in the same file,
+// since the checks are what the tests are.
 package main
 
 import (
