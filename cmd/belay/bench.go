@@ -30,10 +30,15 @@ import (
 )
 
 const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]
+       belay bench --parked N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
 
 Runs N agents of K tool calls each against a scripted model and a no-op tool,
 so what is measured is Belay itself: durable steps per second, per-step overhead,
-bytes written per step and group commit.`
+bytes written per step and group commit.
+
+With --parked N it parks N runs on approval instead, starts a worker over them
+in a process of its own, and reports that process's memory and idle CPU, then
+the time from an approval decided here to the worker's claim of its run.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", benchUsage, stdout)
@@ -47,6 +52,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	db := fs.String("db", "", "path of a new SQLite database to write and keep (default: a temporary file, removed after)")
 	asJSON := jsonFlag(fs, "the figures, one object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
+	parked := fs.Int("parked", 0, "instead: park this many runs on approval, then measure a worker over them in a process of its own (memory, idle CPU) and approve→resume from this one")
+	idle := fs.Duration("idle", 20*time.Second, "with --parked: how long the idle worker is measured")
+	resumes := fs.Int("resumes", 200, "with --parked: how many approvals are decided and timed until their run is claimed")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -99,6 +107,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *parked > 0 {
+		pres, err := benchParked(ctx, parkedConfig{benchConfig: cfg, parked: *parked, resumes: *resumes, idle: *idle})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, pres)
+		}
+		pres.print(stdout)
+		return nil
+	}
 	res, err := bench(ctx, cfg)
 	if err != nil {
 		return err
@@ -118,9 +137,10 @@ type benchConfig struct {
 	// modelLatency is how long each model call takes.
 	modelLatency time.Duration
 	path         string
-	// url, if set, measures PostgreSQL instead of the SQLite file at path.
-	url string
-	log *slog.Logger
+	// url, if set, measures PostgreSQL instead of the SQLite file at path,
+	// in schema (default: a new one of bench's own).
+	url, schema string
+	log         *slog.Logger
 	// progress, if set, receives a progress bar.
 	progress io.Writer
 }

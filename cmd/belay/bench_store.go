@@ -12,6 +12,13 @@ import (
 	"github.com/belayrun/belay/store/postgres"
 )
 
+// newBenchSchema names a PostgreSQL schema of bench's own.
+func newBenchSchema() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "belay_bench_" + hex.EncodeToString(b[:])
+}
+
 // openBenchStore opens the store bench measures: the SQLite file, or a new
 // schema of its own on PostgreSQL, which cleanup drops.
 func openBenchStore(ctx context.Context, cfg benchConfig) (store.Store, string, func(), error) {
@@ -22,9 +29,10 @@ func openBenchStore(ctx context.Context, cfg benchConfig) (store.Store, string, 
 		}
 		return s, "sqlite", func() { s.Close() }, nil
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	schema := "belay_bench_" + hex.EncodeToString(b[:])
+	schema := cfg.schema
+	if schema == "" {
+		schema = newBenchSchema()
+	}
 	// The pool the store opens by default, as `belay serve` has: group
 	// commit needs few connections, and on two cores 64 server processes
 	// spent more time switching between themselves than writing.

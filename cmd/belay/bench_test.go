@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,6 +151,39 @@ func TestBenchOnPostgres(t *testing.T) {
 	for _, k := range []string{"bytes_per_step", "commits", "writes"} {
 		if v, ok := got[k]; ok {
 			t.Errorf("%s = %v on PostgreSQL, want it left out", k, v)
+		}
+	}
+}
+
+// bench --parked parks runs on approval, measures a worker over them in a
+// process of its own and times approvals until their runs are claimed.
+func TestBenchParked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds belay and starts a worker process")
+	}
+	t.Parallel()
+	out, err := exec.Command(belayBinary(t), "bench", "--parked", "40", "--idle", "1s", "--resumes", "5", "--json").Output()
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if res["parked"] != 40.0 || res["resumes"] != 5.0 || res["store"] != "sqlite" {
+		t.Errorf("parked %v, resumes %v, store %v; want 40, 5, sqlite", res["parked"], res["resumes"], res["store"])
+	}
+	for _, k := range []string{"fill_seconds", "idle_seconds", "resume_p50_ms", "resume_p99_ms", "resume_max_ms"} {
+		if v, ok := res[k].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive number", k, res[k])
+		}
+	}
+	if _, err := os.Stat("/proc/self/stat"); err == nil {
+		if v, _ := res["rss_mb"].(float64); v <= 0 {
+			t.Errorf("rss_mb = %v, want the worker's memory", res["rss_mb"])
+		}
+		if _, ok := res["idle_cpu_pct"].(float64); !ok {
+			t.Errorf("idle_cpu_pct = %v, want a number", res["idle_cpu_pct"])
 		}
 	}
 }

@@ -76,6 +76,7 @@ func commands() []command {
 		{name: "policy", summary: "policy tools: simulate a policy file against traffic", run: runPolicy},
 		{name: "version", summary: "print the version, commit, Go version and store schema of this binary", run: runVersion},
 		{name: "worker", summary: "execute due runs of the support agent (used by demo)", run: runWorker, hidden: true},
+		{name: "bench-worker", summary: "execute due runs of bench's agents (used by bench)", run: runBenchWorker, hidden: true},
 	}
 }
 

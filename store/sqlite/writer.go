@@ -336,7 +336,7 @@ func (w *writer) closeDB() error {
 var writeQueries = slices.Concat(eventInserts, messageInserts, []string{
 	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL, dataVersionSQL, userVersionSQL,
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
-	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL, runFenceRenewSQL,
+	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL, runFenceRenewSQL, runWakeDecidedSQL,
 	effectGetSQL, effectInsertSQL, effectAttemptSQL, effectEndCallSQL, effectRestartSQL, effectSettleSQL,
 	outboxInsertSQL,
 	deliveryFanOutSQL, outboxDispatchSQL, deliveryDueSQL, deliveryLeaseSQL, deliverySettleSQL,
