@@ -246,6 +246,13 @@ type Run struct {
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
+
+	// TakenFrom is set only on a run ClaimRuns returns: the owner whose
+	// lease the claim replaced without that owner letting go of it (a
+	// worker that died, froze or was cut off from the store). It is empty
+	// when the run was queued, released, or due by its timer. It is not
+	// stored.
+	TakenFrom string
 }
 
 // SensitiveArgs says which arguments of a tool's calls are secret, as the

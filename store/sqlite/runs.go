@@ -174,20 +174,20 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 		if err != nil {
 			return err
 		}
-		var ids []string
+		var ids, owners []string
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var id, owner string
+			if err := rows.Scan(&id, &owner); err != nil {
 				rows.Close()
 				return err
 			}
-			ids = append(ids, id)
+			ids, owners = append(ids, id), append(owners, owner)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
 		}
 		runs = make([]store.Run, 0, len(ids))
-		for _, id := range ids {
+		for i, id := range ids {
 			r, err := sqlrow.Run(tx.QueryRowContext(ctx, runClaimSQL,
 				sql.Named("id", id),
 				sql.Named("owner", p.Owner),
@@ -197,6 +197,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 			if err != nil {
 				return err
 			}
+			r.TakenFrom = owners[i]
 			runs = append(runs, r)
 		}
 		return nil

@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimNeverWaitingOrTerminal", testClaimNeverWaitingOrTerminal},
 		{"ClaimLimitAndOrder", testClaimLimitAndOrder},
 		{"ClaimConcurrent", testClaimConcurrent},
+		{"ClaimTakenFrom", testClaimTakenFrom},
 		{"TakeOver", testTakeOver},
 		{"LeasedRuns", testLeasedRuns},
 		{"RenewLease", testRenewLease},

@@ -127,6 +127,7 @@ func namesOf[T, R any](layout func(*T, *R, *columns), x *R) []string {
 // each as the names of its columns.
 var layouts = map[string]func() []string{
 	"run":             func() []string { return namesOf(runColumns, new(runRaw)) },
+	"claimed_run":     func() []string { return namesOf(claimedRunColumns, new(runRaw)) },
 	"approval":        func() []string { return namesOf(approvalColumns, new(approvalRaw)) },
 	"effect":          func() []string { return namesOf(effectColumns, new(effectRaw)) },
 	"customer_effect": func() []string { return namesOf(customerEffectColumns, new(customerEffectRaw)) },
