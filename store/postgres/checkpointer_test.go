@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 // claimIn creates a run of tenant and claims it for owner.
@@ -99,7 +100,7 @@ func writtenFor(t *testing.T, s *Store, r store.Run) written {
 func requests(t *testing.T, ps []store.CheckpointParams) []*checkpointRequest {
 	rs := make([]*checkpointRequest, len(ps))
 	for i, p := range ps {
-		rs[i] = &checkpointRequest{ctx: t.Context(), p: p, err: make(chan error, 1)}
+		rs[i] = &checkpointRequest{ctx: t.Context(), p: p, j: sqlrow.NewJournalEntry(p.Now, p.Messages, p.Events), err: make(chan error, 1)}
 	}
 	return rs
 }

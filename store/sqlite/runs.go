@@ -52,6 +52,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		run     store.Run
 		created bool
 	)
+	trace := eventsEntry(p.Now, p.Events)
 	err = s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
 		if p.ClientRequestID != "" {
 			r, err := sqlrow.Run(tx.QueryRowContext(ctx, runGetByRequestSQL,
@@ -84,7 +85,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		if err != nil {
 			return err
 		}
-		if err := insertEvents(ctx, tx, r.ID, p.Events); err != nil {
+		if err := appendEvents(ctx, tx, r.ID, trace); err != nil {
 			return err
 		}
 		if err := raiseWakeup(ctx, tx); err != nil {

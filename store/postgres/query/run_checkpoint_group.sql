@@ -10,9 +10,10 @@
 -- run ids must be distinct: a run updated twice in one statement takes only
 -- one of the two.
 --
--- A settle of a key that was never begun raises BL002 and fails them all,
--- as any other error does; the caller then writes each checkpoint alone to
--- find out whose it was.
+-- A settle of a key that was never begun raises BL002, and a message
+-- appended over one its run has BL003: either fails them all, as any other
+-- error does; the caller then writes each checkpoint alone to find out whose
+-- it was.
 WITH r AS (
     SELECT *
     FROM unnest(
@@ -21,12 +22,21 @@ WITH r AS (
         @output_tokens::bigint[], @model_calls::bigint[], @cost_nano_usd::bigint[],
         @plan::bytea[], @guard::bytea[], @resume_after::bigint[], @stop_reason::text[],
         @stop_detail::text[], @final::text[], @escalation::bytea[], @lease_expires::bigint[],
-        @now::bigint[], @wake::boolean[]
+        @now::bigint[], @wake::boolean[], @first_message::integer[], @messages::integer[],
+        @events::integer[], @journal_step::integer[], @journal_at::bigint[], @journal_body::bytea[]
     ) WITH ORDINALITY AS r (
         id, owner, epoch, keep, status, step, message_count, input_tokens, output_tokens,
         model_calls, cost_nano_usd, plan, guard, resume_after, stop_reason, stop_detail, final,
-        escalation, lease_expires, now, wake, ord
+        escalation, lease_expires, now, wake, first_message, messages, events, journal_step,
+        journal_at, journal_body, ord
     )
+), misplaced AS (
+    -- Checkpoints that would append a message over one their run has: the
+    -- runs as they were before this statement (every part of it sees them
+    -- so) count the messages each has.
+    SELECT r.ord
+    FROM r JOIN runs ON runs.id = r.id
+    WHERE r.first_message >= 0 AND runs.message_count > r.first_message
 ), fenced AS (
     UPDATE runs
     SET status = CASE WHEN r.keep THEN runs.status ELSE r.status END,
@@ -45,6 +55,7 @@ WITH r AS (
         escalation = r.escalation,
         lease_owner = CASE WHEN NOT r.keep AND r.lease_expires = 0 THEN '' ELSE runs.lease_owner END,
         lease_expires = CASE WHEN r.keep THEN runs.lease_expires ELSE r.lease_expires END,
+        event_count = runs.event_count + r.events,
         updated_at = r.now,
         changed_at = CASE WHEN r.keep THEN runs.changed_at ELSE r.now END
     FROM r
@@ -52,24 +63,15 @@ WITH r AS (
         AND runs.lease_epoch = r.epoch
         AND runs.status NOT IN ('done', 'failed', 'escalated', 'canceled')
         AND (NOT r.keep OR runs.status = 'running')
-    RETURNING r.ord, runs.tenant, runs.id, r.now, r.wake
-), messages_added AS (
-    INSERT INTO messages (tenant, run_id, seq, step, role, content, created_at)
-    SELECT f.tenant, f.id, m.seq, m.step, m.role, m.content, m.created_at
-    FROM unnest(@message_req::bigint[], @message_seq::integer[], @message_step::integer[],
-            @message_role::text[], @message_content::bytea[], @message_created_at::bigint[])
-        AS m (req, seq, step, role, content, created_at)
-    JOIN fenced f ON f.ord = m.req
-), events_added AS (
-    -- In the order given, so that the ids, which order a run's trace, grow
-    -- in that order.
-    INSERT INTO events (tenant, run_id, step, type, ts, data)
-    SELECT f.tenant, f.id, e.step, e.type, e.ts, e.data
-    FROM unnest(@event_req::bigint[], @event_step::integer[], @event_type::text[],
-            @event_ts::bigint[], @event_data::bytea[])
-        WITH ORDINALITY AS e (req, step, type, ts, data, ord)
-    JOIN fenced f ON f.ord = e.req
-    ORDER BY e.ord
+    RETURNING r.ord, runs.tenant, runs.id, r.now, r.wake, runs.event_count
+), journal_added AS (
+    -- A checkpoint's messages and events are one row of its run's journal,
+    -- its events numbered after those its run had.
+    INSERT INTO journal (tenant, run_id, step, at, first_message, messages, first_event, events, body)
+    SELECT f.tenant, f.id, r.journal_step, r.journal_at, greatest(r.first_message, 0), r.messages,
+        f.event_count - r.events + 1, r.events, r.journal_body
+    FROM fenced f JOIN r ON r.ord = f.ord
+    WHERE r.messages + r.events > 0
 ), settles AS (
     SELECT s.tenant, s.key, s.state, s.result, f.now
     FROM unnest(@settle_req::bigint[], @settle_tenant::text[], @settle_key::text[],
@@ -118,4 +120,6 @@ SELECT f.ord,
     END
 FROM fenced f
 WHERE raise_if((SELECT count(*) FROM settled) <> (SELECT count(*) FROM settles),
-    'BL002', 'settle effect: never begun');
+        'BL002', 'settle effect: never begun')
+    AND raise_if(EXISTS (SELECT 1 FROM misplaced m JOIN fenced f ON f.ord = m.ord),
+        'BL003', 'append messages: a message of that sequence number exists');
