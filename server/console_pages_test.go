@@ -1,0 +1,148 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"html/template"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/examples/support"
+	"github.com/belayrun/belay/store"
+)
+
+// section returns the part of a page from the first match of start to the
+// first of end after it, or fails.
+func section(t *testing.T, page, start, end string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(page, start)
+	if !ok {
+		t.Fatalf("the page has no %q", start)
+	}
+	s, _, _ := strings.Cut(rest, end)
+	return s
+}
+
+// The escalation packet is read as a person reads it: why the run stopped,
+// what was asked, what was tried, the side effects with their keys and
+// states, what is missing, the message for the customer; the JSON is behind
+// a disclosure.
+func TestConsoleRunPageReadsThePacket(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		op := f.key("acme", "ops", store.RoleOperator)
+		approver := f.key("acme", "maya", store.RoleApprover)
+		if err := f.world.SeedTickets(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		// Six turns take the run through its refund and its note, not its
+		// reply: it is paused with two side effects.
+		ticket := support.TicketSeed(0)
+		run, _, err := f.rt.StartRun(ctx, belay.RunRequest{Agent: "support", Tenant: "acme", User: "nia",
+			ClientRequestID: ticket.ID, Input: ticket.Input(), Budget: belay.Budget{MaxTurns: 6}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.drain()
+		effects, err := f.st.Effects(ctx, "acme", run.ID)
+		if err != nil || len(effects) != 2 {
+			t.Fatalf("effects %v, %v; want the refund and the note", effects, err)
+		}
+
+		_, body := get(t, f.signIn(approver), f.http.URL+"/console/runs/"+run.ID)
+		p := section(t, body, `<section class="packet" id="packet">`, "</section>")
+		read, raw, _ := strings.Cut(p, `<details class="raw" id="raw-packet">`)
+		if !containsAll(read, "Paused: it reached its limit of model calls.", "used 6 turns",
+			"What was asked", "I was charged twice for invoice "+ticket.InvoiceID,
+			"What was tried", `<li class="out-ok"><span class="outcome">ok</span> <code>issue_refund</code>`, "Charge id: "+ticket.DuplicateChargeID,
+			"Side effects", `<span class="badge eff-done">done</span>`, effects[0].Key, effects[1].Key,
+			"Message for the customer", template.HTMLEscapeString(belay.DefaultCustomerMessage), "belay trace "+run.ID) {
+			t.Errorf("the packet does not read as a person reads it:\n%s", read)
+		}
+		if strings.Contains(read, `"side_effects"`) || strings.Contains(read, "<pre>") {
+			t.Errorf("the packet shows JSON outside its disclosure:\n%s", read)
+		}
+		if !containsAll(raw, "Raw packet (JSON)", "<pre>", "&#34;side_effects&#34;") {
+			t.Errorf("the raw packet is not behind its disclosure:\n%s", raw)
+		}
+
+		// A rejected refund's run escalates with what is missing.
+		rejected, a := f.approvalFlow(op, approver)
+		if res := f.do("POST", "/v1/approvals/"+a.ID+"/decision", approver, map[string]any{"decision": "reject", "binding": a.Binding, "note": "not this one"}); res.status != 200 {
+			t.Fatalf("reject: %d %s", res.status, res.body)
+		}
+		f.drain()
+		_, body = get(t, f.signIn(approver), f.http.URL+"/console/runs/"+rejected.ID)
+		p = section(t, body, `<section class="packet" id="packet">`, "</section>")
+		if !containsAll(p, "Handed to a person", `<li class="out-error"><span class="outcome">error</span> <code>issue_refund</code>`,
+			"None: this run changed nothing in the world.", "Not done", `<ul class="missing">`) {
+			t.Errorf("the escalated run's packet lacks the rejected call or what is missing:\n%s", p)
+		}
+	})
+}
+
+// The timeline is a line per event: its time from the run's start, with
+// the exact time on hover, a sentence, and the event's fields on demand.
+func TestConsoleTimelineInWords(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	op := f.key("acme", "ops", store.RoleOperator)
+	approver := f.key("acme", "maya", store.RoleApprover)
+	run, _ := f.approvalFlow(op, approver)
+	f.approveRun(approver, run.ID)
+	events := f.events(run.ID)
+
+	_, body := get(t, f.signIn(approver), f.http.URL+"/console/runs/"+run.ID)
+	tl := section(t, body, `<ol class="timeline">`, "</ol>")
+	lines := strings.Split(tl, "<li ")[1:]
+	if len(lines) != len(events) {
+		t.Fatalf("%d lines for %d events", len(lines), len(events))
+	}
+	line := regexp.MustCompile(`^class="ev-[a-z]+"><details id="ev-[0-9]+"><summary><time class="t" datetime="([^"]+)" title="([^"]+ UTC)">&#43;[0-9.]+ s</time><span class="line"><span class="say">([^<{]+)</span>`)
+	for i, l := range lines {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Errorf("event %d (%s) is not a line with its time and a sentence:\n%s", i, events[i].Type, l)
+			continue
+		}
+		if at, err := time.Parse(time.RFC3339Nano, m[1]); err != nil || !at.Equal(events[i].Time) {
+			t.Errorf("event %d: time %s, want %s", i, m[1], events[i].Time)
+		}
+		if !strings.Contains(l, `<dl class="ev-fields"><dt>Event</dt><dd><code>`+events[i].Type+`</code>`) {
+			t.Errorf("event %d has no details:\n%s", i, l)
+		}
+	}
+	if !containsAll(tl, "Asks a person to approve: Refund 288.00 USD", "maya approved it after", "Recorded the intent to call issue_refund",
+		`Checked &#34;order refunded&#34;: holds`, "Finished: its checks against the world held") {
+		t.Errorf("the timeline lacks the approval, the intent, the checks or the end in words:\n%s", tl)
+	}
+}
+
+// Every kind of event in the catalogue has a sentence of its own.
+func TestTimelineSaysEveryKind(t *testing.T) {
+	kinds := []string{store.EventRunCreated, store.EventClaimed, store.EventReleased, store.EventModelCall,
+		store.EventModelFallback, store.EventToolCall, store.EventToolResult, store.EventToolRetry, store.EventBreaker,
+		store.EventIntent, store.EventEffectReused, store.EventEffectUnknown, store.EventEffectInFlight, store.EventReconcile,
+		store.EventCheckpoint, store.EventLoopDetected, store.EventApprovalRequested, store.EventApprovalDecided,
+		store.EventApprovalApplied, store.EventApprovalExpired, store.EventVerify, store.EventStop, store.EventResumed,
+		store.EventMigrated, store.EventOutcomeResolved, store.EventCanceled}
+	for _, kind := range kinds {
+		e := timeline(store.Event{Type: kind, Data: json.RawMessage(`{}`)})
+		if e.Say == "" || e.Say == humanize(kind) {
+			t.Errorf("%s has no sentence: %q", kind, e.Say)
+		}
+	}
+	if got := timeline(store.Event{Type: "something_new", Data: json.RawMessage(`{"a":1}`)}); got.Say != "Something new" || len(got.Fields) != 1 {
+		t.Errorf("an unknown kind: %+v", got)
+	}
+	for d, want := range map[time.Duration]string{1500 * time.Millisecond: "+1.5 s", 42 * time.Second: "+42 s",
+		3*time.Minute + 5*time.Second: "+3 min 05 s", 2*time.Hour + 3*time.Minute: "+2 h 03 min", 50 * time.Hour: "+2 d 2 h"} {
+		if got := sinceStart(d); got != want {
+			t.Errorf("sinceStart(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
