@@ -230,7 +230,11 @@ type card struct {
 	Prior    []store.Effect
 	Earlier  []earlierEffect
 	Evidence []evidence
-	Self     bool
+	// Repeats are the earlier effects on the same business object as the
+	// call (console_repeat.go), and RepeatHeadline the warning they make.
+	Repeats        []earlierEffect
+	RepeatHeadline string
+	Self           bool
 	// Editable is false where this server does not serve the call's tool:
 	// an edit could not be checked against it.
 	Editable bool
@@ -250,6 +254,12 @@ type earlierEffect struct {
 	RunID string
 	// At is when the call was begun, the order the list is in.
 	At time.Time
+	// Summary says what the call did; Same names the business object it
+	// shares with the call to decide, if any.
+	Summary string
+	Same    string
+	// redacted are the call's arguments as Args shows them.
+	redacted json.RawMessage
 }
 
 type field struct{ Name, Value string }
@@ -278,6 +288,7 @@ func (s *Server) card(r *http.Request, p Principal, a store.Approval) (card, err
 	if c.Earlier, err = s.customerEffects(r, p.Tenant, run); err != nil {
 		return card{}, err
 	}
+	s.markRepeats(&c, args)
 	msgs, err := s.messages(r, run)
 	if err != nil {
 		return card{}, err
@@ -304,7 +315,8 @@ func (s *Server) customerEffects(r *http.Request, tenant string, run store.Run) 
 		// Redacted by what the run that made the call recorded, as the
 		// run's own effects are by theirs.
 		args := s.rt.RedactRunArgs(store.Run{ID: e.RunID, Agent: e.Agent, Sensitive: e.Sensitive}, e.Tool, e.Args)
-		out = append(out, earlierEffect{Tool: e.Tool, Args: fields(args), State: e.State, RunID: e.RunID, At: e.CreatedAt})
+		out = append(out, earlierEffect{Tool: e.Tool, Args: fields(args), State: e.State, RunID: e.RunID, At: e.CreatedAt,
+			Summary: s.summarize(e.Agent, e.Tool, args), redacted: args})
 	}
 	return out, nil
 }

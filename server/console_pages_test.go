@@ -26,6 +26,86 @@ func section(t *testing.T, page, start, end string) string {
 	return s
 }
 
+// A second refund of a charge already refunded for the customer is a
+// warning at the top of its card, naming the charge, the amount, when and
+// by which run; a refund of another customer's charge is not.
+func TestConsoleCardWarnsOfASecondRefund(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, f *fixture) {
+		op := f.key("acme", "ops", store.RoleOperator)
+		approver := f.key("acme", "maya", store.RoleApprover)
+		c := f.signIn(approver)
+		first, _ := f.approvalFlow(op, approver)
+		f.approveRun(approver, first.ID)
+		bob := f.start(op, "T-2001", "support", "bob", demoInput)
+		again := f.start(op, "T-1002", "support", "ada", demoInput)
+		f.drain()
+		cards := map[string]approvalView{}
+		for _, a := range f.pending(approver) {
+			cards[a.RunID] = a
+		}
+
+		_, body := get(t, c, f.http.URL+"/console/approvals/"+cards[again.ID].ID)
+		warning := section(t, body, `<div class="repeat" role="alert">`, "</div>")
+		if !containsAll(warning, "Charge CH-2 was already acted on for this customer.", "issue_refund", "done on",
+			"Refund 288.00 USD on invoice INV-2026-004512 (charge CH-2)", "/console/runs/"+first.ID) {
+			t.Errorf("the second refund's warning lacks the charge, the amount or the run that refunded it:\n%s", warning)
+		}
+		// The warning comes before the card's arguments: it is read first.
+		if strings.Index(body, `class="repeat"`) > strings.Index(body, `<dl class="args">`) {
+			t.Error("the warning comes after the call's arguments")
+		}
+		if _, body := get(t, c, f.http.URL+"/console/approvals/"+cards[bob.ID].ID); strings.Contains(body, `class="repeat"`) {
+			t.Errorf("bob's first refund warns of ada's:\n%s", section(t, body, `class="repeat"`, "</div>"))
+		}
+		// The queue shows the same warning on the card.
+		if _, queue := get(t, c, f.http.URL+"/console/"); strings.Count(queue, `<div class="repeat" role="alert">`) != 1 {
+			t.Errorf("the queue shows %d warnings, want the one of ada's second refund", strings.Count(queue, `<div class="repeat"`))
+		}
+	})
+}
+
+// sameObject decides what makes an earlier effect a repeat: a shared
+// object id, the tool's key fields first; the same call of a tool without
+// ids; never a hidden value.
+func TestSameObject(t *testing.T) {
+	refund := []string{"charge_id", "amount_usd"}
+	for _, c := range []struct {
+		name              string
+		tool, earlierTool string
+		keyFields         []string
+		args, earlier     string
+		want              string
+	}{
+		{"the same charge, another amount", "issue_refund", "issue_refund", refund,
+			`{"invoice_id":"INV-1","charge_id":"CH-2","amount_usd":250}`, `{"charge_id":"CH-2","invoice_id":"INV-1","amount_usd":288}`,
+			"charge CH-2, invoice INV-1"},
+		{"another charge of the same invoice", "issue_refund", "issue_refund", refund,
+			`{"invoice_id":"INV-1","charge_id":"CH-1","amount_usd":288}`, `{"invoice_id":"INV-1","charge_id":"CH-2","amount_usd":288}`,
+			"invoice INV-1"},
+		{"another tool on the same ticket", "close_ticket", "add_internal_note", nil,
+			`{"ticket_id":"T-1"}`, `{"ticket_id":"T-1","text":"refunded"}`, "ticket T-1"},
+		{"nothing shared", "issue_refund", "issue_refund", refund,
+			`{"invoice_id":"INV-1","charge_id":"CH-1"}`, `{"invoice_id":"INV-2","charge_id":"CH-2"}`, ""},
+		{"the same call of a tool without ids", "send_email", "send_email", nil,
+			`{"to":"ada@example.com","subject":"Refund"}`, `{"subject":"Refund","to":"ada@example.com"}`, "the same send_email call"},
+		{"another call of that tool", "send_email", "send_email", nil,
+			`{"to":"ada@example.com","subject":"Refund"}`, `{"to":"ada@example.com","subject":"Hello"}`, ""},
+		{"the same key fields, other words", "send_email", "send_email", []string{"to"},
+			`{"to":"ada@example.com","subject":"Refund"}`, `{"to":"ada@example.com","subject":"Hello"}`, "the same send_email call"},
+		{"a hidden id is never compared", "save_card", "save_card", nil,
+			`{"card_id":"[redacted]"}`, `{"card_id":"[redacted]"}`, ""},
+		{"a hidden value is not the same call", "save_credential", "save_credential", []string{"token"},
+			`{"customer":"ada","token":"[redacted]"}`, `{"customer":"ada","token":"[redacted]"}`, ""},
+		{"arguments that are not an object", "x", "x", nil, `"CH-2"`, `"CH-2"`, ""},
+	} {
+		got := sameObject(c.tool, c.keyFields, json.RawMessage(c.args), c.earlierTool, json.RawMessage(c.earlier))
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 // The escalation packet is read as a person reads it: why the run stopped,
 // what was asked, what was tried, the side effects with their keys and
 // states, what is missing, the message for the customer; the JSON is behind
