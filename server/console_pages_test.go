@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"regexp"
 	"strings"
@@ -103,6 +104,32 @@ func TestSameObject(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// The runs list tells runs apart: each row shows its ticket, customer,
+// request, status with the reason it stopped, steps, cost and age.
+func TestConsoleRunsListShowsTicketAndRequest(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	op := f.key("acme", "ops", store.RoleOperator)
+	approver := f.key("acme", "maya", store.RoleApprover)
+	run, _ := f.approvalFlow(op, approver)
+	f.approveRun(approver, run.ID)
+	waiting := f.start(op, "T-1002", "support", "bob", demoInput)
+	f.drain()
+
+	_, body := get(t, f.signIn(approver), f.http.URL+"/console/runs")
+	row := section(t, body, `<tr data-run="`+run.ID+`">`, "</tr>")
+	if !containsAll(row, ">T-1001</a>", ">ada</td>", "Hi, I was charged twice for my last invoice", "…", "st-done", `class="reason"`, "verified", "7", "$0.", "just now") {
+		t.Errorf("the done run's row lacks its ticket, customer, request, stop reason, steps, cost or age:\n%s", row)
+	}
+	if strings.Contains(row, support.DoubleChargeRequest+"<") {
+		t.Errorf("the row shows the whole request rather than its start:\n%s", row)
+	}
+	row = section(t, body, `<tr data-run="`+waiting.ID+`">`, "</tr>")
+	if !containsAll(row, ">T-1002</a>", ">bob</td>", "waiting approval") || strings.Contains(row, `class="reason"`) {
+		t.Errorf("the waiting run's row lacks its ticket or status, or repeats the status as its reason:\n%s", row)
 	}
 }
 
@@ -224,5 +251,116 @@ func TestTimelineSaysEveryKind(t *testing.T) {
 		if got := sinceStart(d); got != want {
 			t.Errorf("sinceStart(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// The trend puts people's decisions in columns by day while every decision
+// is recent, by week once one is older, and counts a policy's apart.
+func TestApprovalTrend(t *testing.T) {
+	now := time.Date(2026, 3, 12, 15, 0, 0, 0, time.UTC) // a Thursday
+	decided := func(category, by string, status store.ApprovalStatus, at time.Time) store.Approval {
+		return store.Approval{Category: category, DecidedBy: by, Status: status, DecidedAt: at}
+	}
+	recent := []store.Approval{
+		decided("refund_large", "human:maya", store.ApprovalApproved, now.Add(-time.Hour)),
+		decided("refund_large", "human:lee", store.ApprovalRejected, now.Add(-2*time.Hour)),
+		decided("refund_large", "human:maya", store.ApprovalEdited, now.Add(-49*time.Hour)),
+		decided("refund_large", "policy:demo-auto", store.ApprovalApproved, now.Add(-3*time.Hour)),
+		decided("reply", "human:maya", store.ApprovalApproved, now.AddDate(0, 0, -13)),
+		{Category: "refund_large", Status: store.ApprovalPending},
+	}
+	tr := approvalTrend(recent, now)
+	if tr.Unit != "day" || len(tr.Charts) != 2 || tr.Charts[0].Category != "refund_large" || tr.Charts[1].Category != "reply" {
+		t.Fatalf("trend by %s of %d charts; want days of refund_large and reply", tr.Unit, len(tr.Charts))
+	}
+	large := tr.Charts[0]
+	if len(large.Columns) != trendDays || large.People != 3 || large.Policy != 1 {
+		t.Fatalf("refund_large: %d columns, %d by people, %d by policy", len(large.Columns), large.People, large.Policy)
+	}
+	today, before := large.Columns[trendDays-1], large.Columns[trendDays-3]
+	if today.Approved != 1 || today.Rejected != 1 || today.Policy != 1 || today.Rate() != 0.5 || before.Edited != 1 {
+		t.Errorf("today %+v, two days before %+v", today, before)
+	}
+	if !strings.Contains(today.Title, "2 by people, 50% approved") || !strings.Contains(today.Title, "1 by policy, not counted") {
+		t.Errorf("today's tooltip: %q", today.Title)
+	}
+	// The shares fill the plot's height exactly.
+	height := 0
+	for _, s := range today.Segments {
+		height += s.H
+	}
+	if height != plotHeight || len(today.Segments) != 2 || today.Segments[0].Class != "seg-approved" {
+		t.Errorf("today's segments %+v fill %d of %d", today.Segments, height, plotHeight)
+	}
+	if got := tr.Charts[1].Columns[0]; got.Approved != 1 || got.Label != "Feb 27" {
+		t.Errorf("reply, 13 days ago: %+v", got)
+	}
+
+	older := append(recent, decided("refund_large", "human:maya", store.ApprovalApproved, now.AddDate(0, 0, -20)))
+	tr = approvalTrend(older, now)
+	if tr.Unit != "week" || len(tr.Charts[0].Columns) != trendWeeks {
+		t.Fatalf("with a decision 20 days old: by %s, %d columns", tr.Unit, len(tr.Charts[0].Columns))
+	}
+	cols := tr.Charts[0].Columns
+	if last := cols[trendWeeks-1]; last.Start.Weekday() != time.Monday || last.Approved != 1 || last.Rejected != 1 || last.Edited != 1 {
+		t.Errorf("this week: %+v", last)
+	}
+	// 20 days before that Thursday is a Friday three weeks before this one.
+	if week := cols[trendWeeks-4]; week.Approved != 1 || week.Start != time.Date(2026, 2, 16, 0, 0, 0, 0, time.UTC) {
+		t.Errorf("the week 20 days ago: %+v", week)
+	}
+	if empty := cols[0]; len(empty.Segments) != 0 || !strings.Contains(empty.Title, "no decision by people") {
+		t.Errorf("a week without decisions: %+v", empty)
+	}
+}
+
+// The stats page draws the trend per category, people's decisions apart.
+func TestConsoleStatsShowTheTrend(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	op := f.key("acme", "ops", store.RoleOperator)
+	approver := f.key("acme", "maya", store.RoleApprover)
+	run, _ := f.approvalFlow(op, approver)
+	f.approveRun(approver, run.ID)
+	_, body := get(t, f.signIn(approver), f.http.URL+"/console/stats")
+	trend := section(t, body, `<section class="trend" id="trend">`, "</section>")
+	if !containsAll(trend, `<figure class="trend-chart" data-category="refund_large">`, "1 by people", "<svg", `class="seg-approved"`,
+		"1 by people, 100% approved (1 approved, 0 edited, 0 rejected)", "a column a day") {
+		t.Errorf("the stats page has no trend of maya's approval:\n%s", trend)
+	}
+}
+
+// The totals chart draws each category's segments end to end across the
+// whole bar: the pending ones at its right end were once cut off.
+func TestConsoleStatsBarsFillTheirWidth(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	op := f.key("acme", "ops", store.RoleOperator)
+	approver := f.key("acme", "maya", store.RoleApprover)
+	for i := range 3 {
+		f.start(op, fmt.Sprintf("T-%d", 1001+i), "support", fmt.Sprintf("user%d", i), demoInput)
+	}
+	f.drain()
+	pending := f.pending(approver)
+	for _, a := range pending[:2] {
+		if res := f.do("POST", "/v1/approvals/"+a.ID+"/decision", approver, map[string]any{"decision": "approve", "binding": a.Binding}); res.status != 200 {
+			t.Fatalf("approve: %d", res.status)
+		}
+	}
+	_, body := get(t, f.signIn(approver), f.http.URL+"/console/stats")
+	bar := section(t, body, `<div class="bar-row">`, "</svg>")
+	rect := regexp.MustCompile(`<rect x="(\d+)" y="0" width="(\d+)"`)
+	end := 0
+	for _, m := range rect.FindAllStringSubmatch(bar, -1) {
+		var x, w int
+		fmt.Sscan(m[1], &x)
+		fmt.Sscan(m[2], &w)
+		if x != end {
+			t.Errorf("a segment starts at %d, after the last ended at %d", x, end)
+		}
+		end = x + w
+	}
+	if end != chartWidth || !strings.Contains(bar, `viewBox="0 0 560 24"`) {
+		t.Errorf("the segments end at %d of %d:\n%s", end, chartWidth, bar)
 	}
 }
