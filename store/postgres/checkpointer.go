@@ -212,14 +212,23 @@ func (c *checkpointer) write(batch []*checkpointRequest, errs []error) {
 	case 1:
 		errs[at[0]] = c.s.checkpointOne(context.WithoutCancel(group[0].ctx), group[0].p, group[0].j)
 	default:
-		held, err := c.s.checkpointGroup(group)
+		outcome, err := c.s.checkpointGroup(group)
 		switch {
 		case err == nil:
+			var wg sync.WaitGroup
 			for j, i := range at {
-				if !held[j] {
+				switch outcome[j] {
+				case fenceHeld:
+				case runHeld:
+					// Another transaction holds the run's row: written
+					// alone, the checkpoint waits for it without holding
+					// up the batch.
+					wg.Go(func() { errs[i] = c.s.checkpointOne(context.WithoutCancel(group[j].ctx), group[j].p, group[j].j) })
+				default:
 					errs[i] = checkpointError(group[j].p, store.ErrLeaseLost)
 				}
 			}
+			wg.Wait()
 		case rolledBack(err):
 			// Nothing of the batch was written: one checkpoint failed (a
 			// message rewritten, a key never begun), or a lock wait
@@ -254,10 +263,23 @@ func rolledBack(err error) bool {
 	return pgconn.SafeToRetry(err)
 }
 
+// groupOutcome is what became of one checkpoint of a group.
+type groupOutcome int
+
+const (
+	// fencedOff: the fence did not hold; nothing was written.
+	fencedOff groupOutcome = iota
+	// fenceHeld: the checkpoint is written.
+	fenceHeld
+	// runHeld: another transaction held the run's row, so the checkpoint
+	// was left out of the group; nothing of it was written.
+	runHeld
+)
+
 // checkpointGroup writes the checkpoints of distinct runs in one statement
-// and reports whose fence held.
-func (s *Store) checkpointGroup(rs []*checkpointRequest) ([]bool, error) {
-	held := make([]bool, len(rs))
+// and reports what became of each.
+func (s *Store) checkpointGroup(rs []*checkpointRequest) ([]groupOutcome, error) {
+	outcome := make([]groupOutcome, len(rs))
 	// The statement carries the writes of many callers: none of their
 	// contexts may end it.
 	rows, err := s.pool.Query(context.Background(), runCheckpointGroupSQL, groupArgs(rs))
@@ -267,15 +289,19 @@ func (s *Store) checkpointGroup(rs []*checkpointRequest) ([]bool, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			ord  int64
-			woke *string
+			ord     int64
+			skipped bool
+			woke    *string
 		)
-		if err := rows.Scan(&ord, &woke); err != nil {
+		if err := rows.Scan(&ord, &skipped, &woke); err != nil {
 			return nil, err
 		}
-		held[ord-1] = true
+		outcome[ord-1] = fenceHeld
+		if skipped {
+			outcome[ord-1] = runHeld
+		}
 	}
-	return held, rows.Err()
+	return outcome, rows.Err()
 }
 
 // groupArgs lays a batch out as the arrays run_checkpoint_group.sql

@@ -1,8 +1,9 @@
 -- The checkpoints of several runs in one statement, and so in one
 -- transaction and one commit. Each checkpoint is a row of the run arrays,
 -- numbered from 1 in order (its ord); the rows it appends name it in their
--- req arrays. It returns the ord of every checkpoint whose fence held: the
--- others wrote nothing.
+-- req arrays. It returns the ord of every checkpoint whose fence held, and
+-- of every checkpoint it skipped because another transaction held its run's
+-- row: the others were fenced off and wrote nothing.
 --
 -- The fence is run_checkpoint.sql's, or run_checkpoint_keep.sql's for a
 -- checkpoint that keeps the lease, which leaves status, lease, timer and
@@ -37,6 +38,14 @@ WITH r AS (
     SELECT r.ord
     FROM r JOIN runs ON runs.id = r.id
     WHERE r.first_message >= 0 AND runs.message_count > r.first_message
+), locked AS MATERIALIZED (
+    -- The runs of the batch whose rows no other transaction holds. A run
+    -- whose row is held (a decision, a claim, another process's write, each
+    -- a short transaction) is left out of this statement and written alone
+    -- after it, so that it waits for itself and holds up no other run.
+    SELECT runs.id
+    FROM runs JOIN r ON runs.id = r.id
+    FOR NO KEY UPDATE OF runs SKIP LOCKED
 ), fenced AS (
     UPDATE runs
     SET status = CASE WHEN r.keep THEN runs.status ELSE r.status END,
@@ -59,7 +68,8 @@ WITH r AS (
         updated_at = r.now,
         changed_at = CASE WHEN r.keep THEN runs.changed_at ELSE r.now END
     FROM r
-    WHERE runs.id = r.id AND runs.lease_owner = r.owner AND runs.lease_owner <> ''
+    WHERE runs.id = r.id AND runs.id IN (SELECT id FROM locked)
+        AND runs.lease_owner = r.owner AND runs.lease_owner <> ''
         AND runs.lease_epoch = r.epoch
         AND runs.status NOT IN ('done', 'failed', 'escalated', 'canceled')
         AND (NOT r.keep OR runs.status = 'running')
@@ -112,9 +122,11 @@ WITH r AS (
     JOIN fenced f ON f.ord = o.req
     ORDER BY o.ord
 )
+-- A row for each checkpoint whose fence held, and one for each left out
+-- because its run's row was held (skipped): the caller writes those alone.
 -- A checkpoint that lets go of a run still due wakes idle workers, as
 -- run_wakeup.sql does.
-SELECT f.ord,
+SELECT f.ord, false AS skipped,
     CASE WHEN f.wake THEN pg_notify('belay_wakeup',
         json_build_object('schema', current_schema(), 'tenant', f.tenant, 'run', f.id)::text)::text
     END
@@ -122,4 +134,8 @@ FROM fenced f
 WHERE raise_if((SELECT count(*) FROM settled) <> (SELECT count(*) FROM settles),
         'BL002', 'settle effect: never begun')
     AND raise_if(EXISTS (SELECT 1 FROM misplaced m JOIN fenced f ON f.ord = m.ord),
-        'BL003', 'append messages: a message of that sequence number exists');
+        'BL003', 'append messages: a message of that sequence number exists')
+UNION ALL
+SELECT r.ord, true, NULL
+FROM r
+WHERE r.id NOT IN (SELECT id FROM locked);
