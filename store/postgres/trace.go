@@ -21,6 +21,8 @@ var (
 	eventInsertSQL string
 	//go:embed query/event_list.sql
 	eventListSQL string
+	//go:embed query/event_list_after.sql
+	eventListAfterSQL string
 )
 
 // Messages returns a run's messages in order.
@@ -37,6 +39,28 @@ func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error)
 	es, err := queryAll(ctx, s.pool, sqlrow.Event, eventListSQL, namedArgs{"run_id": runID})
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
+	}
+	return es, nil
+}
+
+// EventsAfter returns up to p.Limit events of the runs p.Runs names, each
+// run's after its cursor, in Seq order, in one statement. The ids come from
+// one sequence shared by every writer, but every write that appends to a
+// run's trace first locks the run's row (a fence, a decision's or a
+// cancel's lock), so one run's events commit in the order of their ids.
+func (s *Store) EventsAfter(ctx context.Context, p store.EventsAfterParams) ([]store.Event, error) {
+	if len(p.Runs) == 0 || p.Limit <= 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(p.Runs))
+	afters := make([]int64, len(p.Runs))
+	for i, c := range p.Runs {
+		ids[i], afters[i] = c.RunID, c.After
+	}
+	es, err := queryAll(ctx, s.pool, sqlrow.Event, eventListAfterSQL,
+		namedArgs{"run_ids": ids, "afters": afters, "limit": p.Limit})
+	if err != nil {
+		return nil, fmt.Errorf("events of %d runs after their cursors: %w", len(p.Runs), err)
 	}
 	return es, nil
 }

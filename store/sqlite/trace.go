@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -25,6 +26,8 @@ var (
 	eventInsertSQL string
 	//go:embed query/event_list.sql
 	eventListSQL string
+	//go:embed query/event_list_after.sql
+	eventListAfterSQL string
 )
 
 // Messages returns a run's messages in order.
@@ -41,6 +44,33 @@ func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error)
 	es, err := readAll(ctx, s.read, sqlrow.Event, eventListSQL, sql.Named("run_id", runID))
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
+	}
+	return es, nil
+}
+
+// EventsAfter returns up to p.Limit events of the runs p.Runs names, each
+// run's after its cursor, in Seq order, in one statement: the cursors go
+// to SQLite as one JSON array. The store's one writer commits in Seq order,
+// so a reader never finds a gap filled later.
+func (s *Store) EventsAfter(ctx context.Context, p store.EventsAfterParams) ([]store.Event, error) {
+	if len(p.Runs) == 0 || p.Limit <= 0 {
+		return nil, nil
+	}
+	type cursor struct {
+		Run   string `json:"run"`
+		After int64  `json:"after"`
+	}
+	cs := make([]cursor, len(p.Runs))
+	for i, c := range p.Runs {
+		cs[i] = cursor{Run: c.RunID, After: c.After}
+	}
+	runs, err := json.Marshal(cs)
+	if err != nil {
+		return nil, fmt.Errorf("events after: %w", err)
+	}
+	es, err := readAll(ctx, s.read, sqlrow.Event, eventListAfterSQL, sql.Named("runs", string(runs)), sql.Named("limit", p.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("events of %d runs after their cursors: %w", len(p.Runs), err)
 	}
 	return es, nil
 }

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"MessagesAppendOnly", testMessagesAppendOnly},
 		{"MessageBytes", testMessageBytes},
 		{"EventsOrdered", testEventsOrdered},
+		{"EventsAfter", testEventsAfter},
 		{"LongCheckpoint", testLongCheckpoint},
 		{"BeginEffect", testBeginEffect},
 		{"BeginEffectTenantScope", testBeginEffectTenantScope},
