@@ -109,7 +109,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewStoreCollector(st))
-	observers := observers{metrics.New(reg)}
+	// The event streams' hub sees this process's events as they commit.
+	events := server.NewEventHub(st, 0, logger)
+	observers := observers{metrics.New(reg), events}
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
 		// The exporter reads the endpoint and headers from the standard
 		// OTEL_EXPORTER_OTLP_* variables.
@@ -134,7 +136,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
-	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, SecureCookies: *secureCookies,
+	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, Events: events, SecureCookies: *secureCookies,
 		AllowPrivateWebhooks: *allowPrivateWebhooks, BodyTimeout: *bodyTimeout,
 		Operational: map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}})
 	if err != nil {
