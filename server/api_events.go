@@ -1,10 +1,10 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -90,7 +90,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p Principa
 	if err := rc.Flush(); err != nil {
 		return nil // the client is gone, or the writer cannot stream
 	}
-	out := bufio.NewWriterSize(w, 16<<10)
+	// The response's own buffer (4 KB) batches the messages of one read;
+	// a writer of our own would cost each waiting stream its size.
+	out := w
 	ctx := r.Context()
 	keepalive := time.NewTimer(s.cfg.keepalive)
 	defer keepalive.Stop()
@@ -113,7 +115,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p Principa
 		}
 		if len(es) > 0 {
 			s.hub.read(run.ID, after)
-			if out.Flush() != nil || rc.Flush() != nil {
+			if rc.Flush() != nil {
 				return nil
 			}
 			keepalive.Reset(s.cfg.keepalive)
@@ -124,7 +126,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p Principa
 		if cur.Status.Terminal() {
 			end, _ := json.Marshal(map[string]string{"status": string(cur.Status), "stop_reason": cur.StopReason})
 			fmt.Fprintf(out, "event: end\ndata: %s\n\n", end)
-			_ = out.Flush()
 			_ = rc.Flush()
 			return nil
 		}
@@ -138,7 +139,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p Principa
 // whenever it stays silent that long, and checking the key again then. It
 // reports false when the stream is to end: the client left, the server is
 // shutting down, or the key no longer holds.
-func (s *Server) awaitEvents(out *bufio.Writer, rc *http.ResponseController, r *http.Request, runID string, sub *eventStream, keepalive *time.Timer) bool {
+func (s *Server) awaitEvents(out io.Writer, rc *http.ResponseController, r *http.Request, runID string, sub *eventStream, keepalive *time.Timer) bool {
 	for {
 		select {
 		case <-r.Context().Done():
@@ -153,7 +154,7 @@ func (s *Server) awaitEvents(out *bufio.Writer, rc *http.ResponseController, r *
 				return false
 			}
 			fmt.Fprint(out, ": keepalive\n\n")
-			if out.Flush() != nil || rc.Flush() != nil {
+			if rc.Flush() != nil {
 				return false
 			}
 			keepalive.Reset(s.cfg.keepalive)
@@ -164,7 +165,7 @@ func (s *Server) awaitEvents(out *bufio.Writer, rc *http.ResponseController, r *
 // writeEvent writes one event as its SSE message. The data is the event's
 // as stored, which the engine wrote with sensitive values already redacted,
 // as the trace endpoint serves it.
-func writeEvent(out *bufio.Writer, e store.Event) {
+func writeEvent(out io.Writer, e store.Event) {
 	data := validJSON(e.Data)
 	if data == nil {
 		data = json.RawMessage("{}")
@@ -185,7 +186,7 @@ func oneLine(s string) string {
 // streamFailed ends a stream that has started with an error message: the
 // status line is sent, so the error goes in the stream. What the client
 // reads is the API's error; the cause goes to the log.
-func (s *Server) streamFailed(out *bufio.Writer, rc *http.ResponseController, r *http.Request, runID string, err error) {
+func (s *Server) streamFailed(out io.Writer, rc *http.ResponseController, r *http.Request, runID string, err error) {
 	if r.Context().Err() != nil {
 		return // the client left; nobody reads an error
 	}
@@ -198,6 +199,5 @@ func (s *Server) streamFailed(out *bufio.Writer, rc *http.ResponseController, r 
 	}
 	data, _ := json.Marshal(map[string]string{"code": ae.Code, "message": ae.Message})
 	fmt.Fprintf(out, "event: error\ndata: %s\n\n", data)
-	_ = out.Flush()
 	_ = rc.Flush()
 }
