@@ -90,6 +90,8 @@ import (
 // File is a parsed configuration file.
 type File struct {
 	Agents []Agent `yaml:"agents"`
+	// Slack is read by package slack (belay serve --slack), not here.
+	Slack any `yaml:"slack"`
 
 	path string
 	data []byte

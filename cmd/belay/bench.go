@@ -31,6 +31,7 @@ import (
 
 const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]
        belay bench --parked N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
+       belay bench --streams N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
 
 Runs N agents of K tool calls each against a scripted model and a no-op tool,
 so what is measured is Belay itself: durable steps per second, per-step overhead,
@@ -38,7 +39,12 @@ bytes written per step and group commit.
 
 With --parked N it parks N runs on approval instead, starts a worker over them
 in a process of its own, and reports that process's memory and idle CPU, then
-the time from an approval decided here to the worker's claim of its run.`
+the time from an approval decided here to the worker's claim of its run.
+
+With --streams N it parks N runs the same way, starts a server over them in a
+process of its own, opens one live event stream on each, and reports the
+server's memory and idle CPU, then the time from each event's commit to its
+arrival on the streams as approvals decided here let the runs finish.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", benchUsage, stdout)
@@ -54,7 +60,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
 	parked := fs.Int("parked", 0, "instead: park this many runs on approval, then measure a worker over them in a process of its own (memory, idle CPU) and approve→resume from this one")
 	idle := fs.Duration("idle", 20*time.Second, "with --parked: how long the idle worker is measured")
-	resumes := fs.Int("resumes", 200, "with --parked: how many approvals are decided and timed until their run is claimed")
+	resumes := fs.Int("resumes", 200, "with --parked: how many approvals are decided and timed until their run is claimed; with --streams, until their stream ends")
+	streams := fs.Int("streams", 0, "instead: park this many runs on approval, open an event stream on each on a server in a process of its own, measure it idle (memory, CPU), then time events from their commit to their arrival on the streams")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -106,6 +113,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("bench: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *streams > 0 {
+		sres, err := benchStreams(ctx, streamsConfig{benchConfig: cfg, streams: *streams, decisions: *resumes, idle: *idle})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, sres)
+		}
+		sres.print(stdout)
+		return nil
 	}
 	if *parked > 0 {
 		pres, err := benchParked(ctx, parkedConfig{benchConfig: cfg, parked: *parked, resumes: *resumes, idle: *idle})

@@ -21,6 +21,7 @@ import (
 	"github.com/belayrun/belay/config"
 	"github.com/belayrun/belay/metrics"
 	"github.com/belayrun/belay/server"
+	"github.com/belayrun/belay/slack"
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/tracing"
 	"github.com/belayrun/belay/webhook"
@@ -58,6 +59,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"how long a request body may take to arrive after its headers; a slower one is answered 408 and its connection closed")
 	configPath := fs.String("config", "", "agents from a file (models, instructions, MCP servers, policy, budget) instead of the support desk")
 	slow := slowToolFlag(fs.FlagSet)
+	slackPath := fs.String("slack", "", "post approval cards to Slack and take decisions made there, as the slack section of this file (belay.yaml) says; "+
+		"the bot token and signing secret are read from the environment variables it names")
 	keepEnded := fs.String("keep-ended", "", "delete runs that ended longer ago than this, with all they own: 90d, 720h (default: keep every run)")
 	if err := fs.parseNone(args); err != nil {
 		return err
@@ -109,7 +112,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewStoreCollector(st))
-	observers := observers{metrics.New(reg)}
+	// The event streams' hub sees this process's events as they commit.
+	events := server.NewEventHub(st, 0, logger)
+	observers := observers{metrics.New(reg), events}
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
 		// The exporter reads the endpoint and headers from the standard
 		// OTEL_EXPORTER_OTLP_* variables.
@@ -134,9 +139,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
-	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, SecureCookies: *secureCookies,
-		AllowPrivateWebhooks: *allowPrivateWebhooks, BodyTimeout: *bodyTimeout,
-		Operational: map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}})
+	operational := map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	var deliverers map[string]webhook.Deliverer
+	if *slackPath != "" {
+		app, err := openSlack(ctx, *slackPath, rt, st, base, logger)
+		if err != nil {
+			return err
+		}
+		// Slack authenticates its requests by their signature, not by a key.
+		operational["POST /slack/interactivity"] = app
+		deliverers = map[string]webhook.Deliverer{slack.Scheme: app}
+	}
+	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, Events: events, SecureCookies: *secureCookies,
+		AllowPrivateWebhooks: *allowPrivateWebhooks, BodyTimeout: *bodyTimeout, Operational: operational})
 	if err != nil {
 		return err
 	}
@@ -154,7 +169,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer cancel()
 		_ = srv.Shutdown(shutCtx)
 	}()
-	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base, AllowPrivateDestinations: *allowPrivateWebhooks})
+	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base, AllowPrivateDestinations: *allowPrivateWebhooks,
+		Deliverers: deliverers})
 	senderDone := make(chan error, 1)
 	go func() { senderDone <- sender.Run(ctx) }()
 	// The runtime outlives ctx (the signal) by the grace period, so steps
@@ -178,6 +194,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout, "belay serve: stopped; leases released")
 	return nil
+}
+
+// openSlack builds the Slack app of belay serve --slack FILE and registers
+// the webhooks that carry each configured tenant's approval requests to
+// its channel.
+func openSlack(ctx context.Context, path string, rt *belay.Runtime, st store.AccessStore, consoleURL string, logger *slog.Logger) (*slack.App, error) {
+	cfg, err := slack.LoadConfig(path)
+	if err != nil {
+		return nil, fmt.Errorf("serve: --slack: %w", err)
+	}
+	app, err := slack.NewFromEnv(slack.Options{Runtime: rt, Store: st, Config: cfg, ConsoleURL: consoleURL, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("serve: --slack: %w", err)
+	}
+	if err := app.EnsureWebhooks(ctx, time.Now()); err != nil {
+		return nil, fmt.Errorf("serve: --slack: %w", err)
+	}
+	return app, nil
 }
 
 // observers sends each observation to all of them.

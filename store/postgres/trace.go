@@ -22,6 +22,8 @@ var (
 	journalMessagesSQL string
 	//go:embed query/journal_events.sql
 	journalEventsSQL string
+	//go:embed query/journal_after.sql
+	journalAfterSQL string
 )
 
 // Messages returns a run's messages in order.
@@ -43,24 +45,32 @@ func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, er
 
 // Events returns a run's trace events in order.
 func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error) {
-	return s.EventsAfter(ctx, runID, 0)
-}
-
-// EventsAfter returns a run's trace events numbered above after, in order.
-func (s *Store) EventsAfter(ctx context.Context, runID string, after int64) ([]store.Event, error) {
-	rows, err := queryAll(ctx, s.pool, sqlrow.Journal, journalEventsSQL, namedArgs{"run_id": runID, "after": after})
+	rows, err := queryAll(ctx, s.pool, sqlrow.Journal, journalEventsSQL, namedArgs{"run_id": runID, "after": 0})
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
-	var es []store.Event
-	for _, row := range rows {
-		part, err := sqlrow.JournalEvents(row, after)
-		if err != nil {
-			return nil, fmt.Errorf("events of run %s: %w", runID, err)
-		}
-		es = append(es, part...)
+	return sqlrow.JournalEventsOf(rows, func(string) int64 { return 0 }, -1)
+}
+
+// EventsAfter returns up to p.Limit events of the runs p.Runs names, each
+// run's after its cursor, in one statement. Every write that appends to a
+// run's trace numbers its events under the run's row lock, so one run's
+// events commit in the order of their numbers.
+func (s *Store) EventsAfter(ctx context.Context, p store.EventsAfterParams) ([]store.Event, error) {
+	if len(p.Runs) == 0 || p.Limit <= 0 {
+		return nil, nil
 	}
-	return es, nil
+	ids := make([]string, len(p.Runs))
+	afters := make([]int64, len(p.Runs))
+	for i, c := range p.Runs {
+		ids[i], afters[i] = c.RunID, c.After
+	}
+	rows, err := queryAll(ctx, s.pool, sqlrow.Journal, journalAfterSQL,
+		namedArgs{"run_ids": ids, "afters": afters, "limit": p.Limit})
+	if err != nil {
+		return nil, fmt.Errorf("events of %d runs after their cursors: %w", len(p.Runs), err)
+	}
+	return sqlrow.JournalEventsOf(rows, sqlrow.Cursors(p.Runs), p.Limit)
 }
 
 // journalArgs are the arguments of a journal row's insert.

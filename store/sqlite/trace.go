@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -22,6 +23,8 @@ var (
 	journalEventsSQL string
 	//go:embed query/run_trace_grow.sql
 	runTraceGrowSQL string
+	//go:embed query/journal_after.sql
+	journalAfterSQL string
 )
 
 // Messages returns a run's messages in order.
@@ -43,24 +46,37 @@ func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, er
 
 // Events returns a run's trace events in order.
 func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error) {
-	return s.EventsAfter(ctx, runID, 0)
-}
-
-// EventsAfter returns a run's trace events numbered above after, in order.
-func (s *Store) EventsAfter(ctx context.Context, runID string, after int64) ([]store.Event, error) {
-	rows, err := readAll(ctx, s.read, sqlrow.Journal, journalEventsSQL, sql.Named("run_id", runID), sql.Named("after", after))
+	rows, err := readAll(ctx, s.read, sqlrow.Journal, journalEventsSQL, sql.Named("run_id", runID), sql.Named("after", 0))
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
-	var es []store.Event
-	for _, row := range rows {
-		part, err := sqlrow.JournalEvents(row, after)
-		if err != nil {
-			return nil, fmt.Errorf("events of run %s: %w", runID, err)
-		}
-		es = append(es, part...)
+	return sqlrow.JournalEventsOf(rows, func(string) int64 { return 0 }, -1)
+}
+
+// EventsAfter returns up to p.Limit events of the runs p.Runs names, each
+// run's after its cursor, in one statement: the cursors go to SQLite as one
+// JSON array. The store's one writer commits each run's events in order.
+func (s *Store) EventsAfter(ctx context.Context, p store.EventsAfterParams) ([]store.Event, error) {
+	if len(p.Runs) == 0 || p.Limit <= 0 {
+		return nil, nil
 	}
-	return es, nil
+	type cursor struct {
+		Run   string `json:"run"`
+		After int64  `json:"after"`
+	}
+	cs := make([]cursor, len(p.Runs))
+	for i, c := range p.Runs {
+		cs[i] = cursor{Run: c.RunID, After: c.After}
+	}
+	runs, err := json.Marshal(cs)
+	if err != nil {
+		return nil, fmt.Errorf("events after: %w", err)
+	}
+	rows, err := readAll(ctx, s.read, sqlrow.Journal, journalAfterSQL, sql.Named("runs", string(runs)), sql.Named("limit", p.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("events of %d runs after their cursors: %w", len(p.Runs), err)
+	}
+	return sqlrow.JournalEventsOf(rows, sqlrow.Cursors(p.Runs), p.Limit)
 }
 
 // insertJournal writes j as a row of the journal of the run ref, whose

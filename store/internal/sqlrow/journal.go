@@ -278,3 +278,31 @@ func (it journalItem) place(j JournalRow) (int, time.Time) {
 	}
 	return step, Time(j.At + it.Delta)
 }
+
+// JournalEventsOf returns the events of journal rows, in the rows' order,
+// each run's after the cursor after gives for it, and no more than limit of
+// them in all (limit < 0: all). A row is cut at the limit, so that what a
+// reader gets of each run is the run's next events, in order.
+func JournalEventsOf(rows []JournalRow, after func(runID string) int64, limit int) ([]store.Event, error) {
+	var out []store.Event
+	for _, row := range rows {
+		part, err := JournalEvents(row, after(row.RunID))
+		if err != nil {
+			return nil, err
+		}
+		if limit >= 0 && len(out)+len(part) > limit {
+			return append(out, part[:limit-len(out)]...), nil
+		}
+		out = append(out, part...)
+	}
+	return out, nil
+}
+
+// Cursors returns where each run's trace is to be read from, by run id.
+func Cursors(cs []store.TraceCursor) func(runID string) int64 {
+	m := make(map[string]int64, len(cs))
+	for _, c := range cs {
+		m[c.RunID] = c.After
+	}
+	return func(runID string) int64 { return m[runID] }
+}

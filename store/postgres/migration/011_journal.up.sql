@@ -22,7 +22,12 @@ CREATE TABLE journal (
     first_event   bigint  NOT NULL,
     events        integer NOT NULL,
     body          bytea   NOT NULL,
-    PRIMARY KEY (tenant, run_id, id)
+    -- Where the run's events stand after this row: it grows with the rows
+    -- of a run as their ids do, so the key finds the rows of a run in the
+    -- order they were written, and a reader of the events after a given
+    -- one starts at the row that holds it.
+    next_event    bigint  GENERATED ALWAYS AS (first_event + events) STORED,
+    PRIMARY KEY (tenant, run_id, next_event, id)
 );
 
 ALTER TABLE journal ENABLE ROW LEVEL SECURITY;

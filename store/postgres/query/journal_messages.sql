@@ -3,4 +3,4 @@
 SELECT run_id, step, at, first_message, messages, first_event, events, body
 FROM journal
 WHERE tenant = (SELECT tenant FROM runs WHERE id = @run_id) AND run_id = @run_id AND messages > 0
-ORDER BY id;
+ORDER BY next_event, id;

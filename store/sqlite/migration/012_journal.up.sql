@@ -9,8 +9,10 @@
 -- event_count is how many a run has, raised by each write that appends
 -- some, so the next write numbers its own after them.
 --
--- The index on (run_ref, id) finds a run's rows in the order they were
--- written; rows are appended by id, so the table itself grows at its end.
+-- The index finds a run's rows by where its events stand after each
+-- (first_event + events, which grows with the rows of a run as their ids
+-- do): a reader of the events after a given one starts at the row that
+-- holds it. Rows are appended by id, so the table grows at its end.
 ALTER TABLE runs ADD COLUMN event_count INTEGER NOT NULL DEFAULT 0;
 
 CREATE TABLE journal (
@@ -24,7 +26,7 @@ CREATE TABLE journal (
     events        INTEGER NOT NULL,
     body          BLOB    NOT NULL
 ) STRICT;
-CREATE INDEX journal_run ON journal (run_ref, id);
+CREATE INDEX journal_run ON journal (run_ref, first_event + events);
 
 -- The rows of the tables they replace move one item a row. Content and
 -- data that SQLite's json() gives back byte for byte are kept as JSON; the
