@@ -32,6 +32,7 @@ import (
 const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]
        belay bench --parked N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
        belay bench --streams N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
+       belay bench --takeover [--runs 32] [--lease-ttl 5s] [--store sqlite] [--json]
 
 Runs N agents of K tool calls each against a scripted model and a no-op tool,
 so what is measured is Belay itself: durable steps per second, per-step overhead,
@@ -44,7 +45,12 @@ the time from an approval decided here to the worker's claim of its run.
 With --streams N it parks N runs the same way, starts a server over them in a
 process of its own, opens one live event stream on each, and reports the
 server's memory and idle CPU, then the time from each event's commit to its
-arrival on the streams as approvals decided here let the runs finish.`
+arrival on the streams as approvals decided here let the runs finish.
+
+With --takeover it starts --runs runs (32 if not given) on a worker in a
+process of its own, kills it with SIGKILL in the middle of its steps, and times
+until another worker has claimed each run; then freezes that one with SIGSTOP
+and times until a third has claimed them, once their leases run out.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", benchUsage, stdout)
@@ -61,6 +67,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	parked := fs.Int("parked", 0, "instead: park this many runs on approval, then measure a worker over them in a process of its own (memory, idle CPU) and approve→resume from this one")
 	idle := fs.Duration("idle", 20*time.Second, "with --parked: how long the idle worker is measured")
 	resumes := fs.Int("resumes", 200, "with --parked: how many approvals are decided and timed until their run is claimed; with --streams, until their stream ends")
+	takeover := fs.Bool("takeover", false, "instead: kill a worker (SIGKILL) mid-step, then freeze another (SIGSTOP), and time until a worker in another process has claimed each run")
+	leaseTTL := fs.Duration("lease-ttl", 5*time.Second, "with --takeover: the workers' lease time-to-live")
 	streams := fs.Int("streams", 0, "instead: park this many runs on approval, open an event stream on each on a server in a process of its own, measure it idle (memory, CPU), then time events from their commit to their arrival on the streams")
 	if err := fs.parseNone(args); err != nil {
 		return err
@@ -113,6 +121,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("bench: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *takeover {
+		if !fs.given("runs") {
+			cfg.runs = 32
+		}
+		tres, err := benchTakeover(ctx, takeoverConfig{benchConfig: cfg, ttl: *leaseTTL})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, tres)
+		}
+		tres.print(stdout)
+		return nil
 	}
 	if *streams > 0 {
 		sres, err := benchStreams(ctx, streamsConfig{benchConfig: cfg, streams: *streams, decisions: *resumes, idle: *idle})

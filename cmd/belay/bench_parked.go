@@ -177,9 +177,9 @@ type benchWorker struct {
 	done chan error
 }
 
-// startBenchWorker starts `belay bench-worker` over the benchmark's store
-// and waits until it works.
-func startBenchWorker(ctx context.Context, cfg benchConfig) (*benchWorker, error) {
+// startBenchWorker starts `belay bench-worker` over the benchmark's store,
+// with more of its flags, and waits until it works.
+func startBenchWorker(ctx context.Context, cfg benchConfig, more ...string) (*benchWorker, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -190,6 +190,7 @@ func startBenchWorker(ctx context.Context, cfg benchConfig) (*benchWorker, error
 	} else {
 		args = append(args, "--db", cfg.path)
 	}
+	args = append(args, more...)
 	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -226,7 +227,7 @@ func (w *benchWorker) stop() {
 	<-w.done
 }
 
-const benchWorkerUsage = `usage: belay bench-worker [--db PATH | --database-url URL --schema S]
+const benchWorkerUsage = `usage: belay bench-worker [--db PATH | --database-url URL --schema S] [--agent parked|takeover]
 
 The worker process of belay bench: it executes the runs of bench's agents
 until it is killed, and prints "ready" once it works.`
@@ -238,8 +239,21 @@ func runBenchWorker(ctx context.Context, args []string, stdout, stderr io.Writer
 	path := fs.String("db", "", "the SQLite store")
 	url := fs.String("database-url", "", "the PostgreSQL store")
 	schema := fs.String("schema", "", "its schema")
+	agentName := fs.String("agent", "parked", "the bench whose agent it runs: parked, or takeover")
+	ttl := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
+	latency := fs.Duration("model-latency", 0, "with --agent takeover: the model's mean latency")
+	workers := fs.Int("workers", 16, "runs executed at once")
 	if err := fs.parseNone(args); err != nil {
 		return err
+	}
+	var agent *belay.Agent
+	switch *agentName {
+	case "parked":
+		agent = parkedAgent()
+	case "takeover":
+		agent = takeoverAgent(*latency)
+	default:
+		return usageError{fmt.Sprintf("bench-worker: unknown --agent %q (want parked or takeover)", *agentName)}
 	}
 	var s store.Store
 	var err error
@@ -255,7 +269,8 @@ func runBenchWorker(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer s.Close()
-	rt, err := belay.New(belay.Config{Store: s, Agents: []*belay.Agent{parkedAgent()}, HumanApproval: true})
+	rt, err := belay.New(belay.Config{Store: s, Agents: []*belay.Agent{agent}, HumanApproval: true,
+		LeaseTTL: *ttl, Workers: *workers})
 	if err != nil {
 		return err
 	}
