@@ -66,7 +66,15 @@ var (
 	admins    = []store.Role{store.RoleAdmin}
 )
 
-func (s *Server) apiRoutes(mux *http.ServeMux) {
+// routeMux is where routes are registered: the server's mux, or a test's
+// list of them.
+type routeMux interface {
+	Handle(pattern string, h http.Handler)
+	HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request))
+}
+
+func (s *Server) apiRoutes(mux routeMux) {
+	mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
 	mux.Handle("POST /v1/runs", s.api(s.createRun, operators...))
 	mux.Handle("GET /v1/runs", s.api(s.listRuns, readers...))
 	mux.Handle("GET /v1/runs/{id}", s.api(s.getRun, readers...))
@@ -88,7 +96,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /v1/webhooks/{id}/disable", s.api(s.disableWebhook, admins...))
 	mux.Handle("GET /v1/webhooks/{id}/deliveries", s.api(s.listDeliveries, admins...))
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errNotFound("no such endpoint: "+r.Method+" "+r.URL.Path+"; see the README's API section"))
+		writeError(w, errNotFound("no such endpoint: "+r.Method+" "+r.URL.Path+"; GET /v1/openapi.json lists them"))
 	})
 }
 
