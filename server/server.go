@@ -24,7 +24,8 @@ type Config struct {
 	Runtime *belay.Runtime
 	// Store is the runtime's store. Required.
 	Store store.AccessStore
-	// Logger receives request errors. Default: discard.
+	// Logger receives request errors, and a line per request at info level
+	// (the probes and Operational routes at debug). Default: discard.
 	Logger *slog.Logger
 	// SecureCookies marks the session cookie Secure even when the request
 	// did not arrive over TLS (a proxy terminates it). Requests over TLS
@@ -111,8 +112,10 @@ func New(cfg Config) (*Server, error) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
+	quiet := map[string]bool{"GET /healthz": true, "GET /readyz": true}
 	for pattern, h := range cfg.Operational {
 		mux.Handle(pattern, h)
+		quiet[pattern] = true
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -129,7 +132,7 @@ func New(cfg Config) (*Server, error) {
 		writeError(w, &apiError{status: http.StatusForbidden, Code: "cross_origin",
 			Message: "cross-origin requests that change state are refused; use the console on its own origin, or an API client"})
 	}))
-	s.handler = s.limitBodyTime(securityHeaders(cop.Handler(mux)))
+	s.handler = logRequests(cfg.Logger, mux, quiet, s.limitBodyTime(securityHeaders(cop.Handler(mux))))
 	return s, nil
 }
 
