@@ -42,6 +42,11 @@ traces are exported by OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (with
 the other OTEL_EXPORTER_OTLP_ variables). Logs go to stderr: a line per
 request and per step of a run's life, at info level.`
 
+// httpShutdownTimeout is how long open requests get to finish once the
+// workers have stopped: a stop takes up to --grace and this, and a
+// deployment's grace period must be longer (deploy/ holds it to that).
+const httpShutdownTimeout = 10 * time.Second
+
 // runServe runs workers for the support-desk agent, or the agents of a
 // configuration file, with the HTTP API, the approval console and the
 // webhook sender, until SIGTERM or SIGINT, then stops gracefully: each run
@@ -128,7 +133,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	defer func() {
-		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
 		defer cancel()
 		_ = srv.Shutdown(shutCtx)
 	}()
@@ -140,8 +145,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := rt.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "belay serve: %d workers on %s (owner %s); console %s/console/, API %s/v1/, metrics %s/metrics; SIGTERM stops gracefully\n",
-		set.workers, db.Name(), rt.Owner(), base, base, base)
+	fmt.Fprintf(stdout, "belay serve: %d workers on %s (owner %s), listening on %s; console %s/console/, API %s/v1/, metrics %s/metrics; SIGTERM stops gracefully\n",
+		set.workers, db.Name(), rt.Owner(), ln.Addr(), base, base, base)
 	if ok, err := server.HasKeys(ctx, st); err == nil && !ok {
 		fmt.Fprintf(stdout, "belay serve: no API keys yet; create one to sign in:\n  belay keys create --tenant acme --role approver --role operator --name you@example.com %s\n", db)
 	}

@@ -93,6 +93,7 @@ func newServeSettings(stdout io.Writer, getenv func(string) string) *serveSettin
 	s.db = dbFlagEnv(fs, getenv)
 	fs.Lookup("db").Usage = "path of the SQLite database"
 	fs.Lookup("database-url").Usage = "PostgreSQL URL, instead of --db; a --db given wins over $BELAY_DATABASE_URL"
+	fs.Lookup("schema").Usage = "with --database-url, the schema of Belay's tables (default belay)"
 	fs.StringVar(&s.world, "world", "", "path of the support world's database (default: DB + .world)")
 	fs.IntVar(&s.workers, "workers", 16, "runs executed at once")
 	fs.DurationVar(&s.leaseTTL, "lease-ttl", 30*time.Second, "lease time-to-live")

@@ -182,3 +182,18 @@ func TestServeHelpNamesEverySetting(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreVariables: every command reads its store from $BELAY_DB,
+// $BELAY_DATABASE_URL and $BELAY_SCHEMA, as serve does, so that a command
+// run beside a server (docker compose exec) works on the server's schema.
+func TestStoreVariables(t *testing.T) {
+	t.Parallel()
+	fs := newFlags("runs", "usage: belay runs", io.Discard)
+	target := dbFlagEnv(fs, env{"BELAY_DB": "/data/b.db", "BELAY_DATABASE_URL": "postgres://db/belay", "BELAY_SCHEMA": "tenant_a"}.get)
+	if err := fs.parseNone(nil); err != nil {
+		t.Fatal(err)
+	}
+	if target.path != "/data/b.db" || target.url != "postgres://db/belay" || target.schema != "tenant_a" {
+		t.Errorf("store from the environment: %+v", *target)
+	}
+}
