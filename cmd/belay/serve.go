@@ -40,7 +40,8 @@ variable and the key follow each flag below, in brackets. The models of
 --config read their keys from ANTHROPIC_API_KEY and OPENAI_API_KEY, and
 traces are exported by OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (with
 the other OTEL_EXPORTER_OTLP_ variables). Logs go to stderr: a line per
-request and per step of a run's life, at info level.`
+request, and a line when a run is created, claimed, waits, ends or is
+released, at info level.`
 
 // httpShutdownTimeout is how long open requests get to finish once the
 // workers have stopped: a stop takes up to --grace and this, and a
