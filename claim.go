@@ -148,6 +148,7 @@ func (r *Runtime) takeOverDeadOwners(ctx context.Context, execute func(store.Run
 			continue
 		}
 		r.cfg.Logger.Info("took over run of a dead worker", "run", run.ID, "from", run.LeaseOwner, "epoch", claimed.LeaseEpoch)
+		claimed.TakenFrom = run.LeaseOwner
 		execute(claimed)
 	}
 }

@@ -306,6 +306,18 @@ func TestExpiredLeaseIsResumedAndTheStaleWorkerIsFenced(t *testing.T) {
 	if got.Status != store.StatusDone || got.Final != "resumed" || got.LeaseEpoch != 2 {
 		t.Fatalf("after takeover: %s %q epoch %d", got.Status, got.Final, got.LeaseEpoch)
 	}
+	// The trace says whose lease was taken over.
+	var takenFrom []string
+	events, _ := st.Events(ctx, run.ID)
+	for _, ev := range events {
+		if ev.Type == store.EventClaimed {
+			d, _ := store.DecodeEvent[store.ClaimedData](ev)
+			takenFrom = append(takenFrom, d.TakenFrom)
+		}
+	}
+	if len(takenFrom) != 1 || takenFrom[0] == "" {
+		t.Errorf("claims durable in the trace taken from %q; want the takeover's, from the first worker", takenFrom)
+	}
 
 	close(stalled.release) // worker 1 wakes up and tries to write
 	if err := <-done1; err != nil {

@@ -171,7 +171,8 @@ func (x *execution) loop(ctx context.Context) error {
 			"run was started on %s version %s, this worker has version %s; it is not resumed into another version without an explicit migration",
 			x.agent.Name, x.run.AgentVersion, x.agent.Version))
 	}
-	x.emit(store.EventClaimed, store.ClaimedData{Epoch: x.run.LeaseEpoch, Owner: x.run.LeaseOwner, Resumed: x.saved > 0})
+	x.emit(store.EventClaimed, store.ClaimedData{Epoch: x.run.LeaseEpoch, Owner: x.run.LeaseOwner, Resumed: x.saved > 0,
+		TakenFrom: x.run.TakenFrom})
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

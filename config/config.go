@@ -94,6 +94,8 @@ type File struct {
 	// (addr, database_url, keep_ended). belay serve reads and checks them;
 	// this package keeps them as the file wrote them.
 	Serve map[string]any `yaml:"serve"`
+	// Slack is read by package slack (belay serve --slack), not here.
+	Slack any `yaml:"slack"`
 
 	path string
 	data []byte

@@ -61,7 +61,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		approvalsDecided: f("approvals_decided_total", "Approval decisions, by category and status (approved, edited, rejected, expired).",
 			"category", "status"),
 		escalations: f("escalations_total", "Runs stopped for a person, by reason.", "agent", "reason"),
-		takeovers:   f("lease_takeovers_total", "Runs resumed by a worker after another held them (epoch above 1).", "agent"),
+		takeovers:   f("lease_takeovers_total", "Runs a worker took over from another whose lease ran out, or whose process was gone, without its letting go.", "agent"),
 		loops:       f("loop_detections_total", "Loop detector firings, by action (replan, escalate).", "agent", "action"),
 		fallbacks:   f("model_fallbacks_total", "Model calls answered by the fallback model because the primary was overloaded.", "agent", "from", "to"),
 	}
@@ -132,8 +132,9 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 		d, _ := store.DecodeEvent[store.ApprovalExpiredData](ev)
 		m.approvalsDecided.WithLabelValues(d.Category, string(store.ApprovalExpired)).Inc()
 	case store.EventClaimed:
-		d, _ := store.DecodeEvent[store.ClaimedData](ev)
-		if d.Epoch > 1 {
+		// A run claimed again after it waited (for a person, a timer) or was
+		// released is not taken over: only a lease its owner never let go.
+		if d, _ := store.DecodeEvent[store.ClaimedData](ev); d.TakenFrom != "" {
 			m.takeovers.WithLabelValues(run.Agent).Inc()
 		}
 	case store.EventModelFallback:

@@ -116,6 +116,11 @@ func TestMetricsAfterARun(t *testing.T) {
 			t.Errorf("%s = %v, want %v", series, v, want)
 		}
 	}
+	// The run was claimed again once its approval was decided: a new
+	// epoch, but no worker's lease was taken over.
+	if agents := labelValues(t, reg, "belay_lease_takeovers_total", "agent"); len(agents) != 0 {
+		t.Errorf("lease takeovers counted for %v after a run resumed from an approval", agents)
+	}
 	cost := value(`belay_model_cost_usd_total{agent="support",model="scripted"}`)
 	if want := float64(got.CostNanoUSD) / 1e9; cost < want*0.999 || cost > want*1.001 {
 		t.Errorf("cost %v, want %v", cost, want)
@@ -201,5 +206,21 @@ func TestCancelCountsAsAStop(t *testing.T) {
 	m.Event(belay.ObservedRun{ID: "r", Agent: "support"}, store.Event{Type: "canceled", Data: json.RawMessage(`{"by":"human:maya","note":"","was":"waiting_approval"}`)})
 	if statuses := labelValues(t, reg, "belay_runs_stopped_total", "status"); !slices.Equal(statuses, []string{"canceled"}) {
 		t.Errorf("runs stopped by status %v, want [canceled]", statuses)
+	}
+}
+
+// A takeover is a claim of a lease its owner never let go of, not every
+// claim after the first.
+func TestTakeoversCountOnlyLeasesTakenOver(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	run := belay.ObservedRun{ID: "r", Agent: "support"}
+	m.Event(run, store.Event{Type: "claimed", Data: json.RawMessage(`{"epoch":2,"owner":"host/2","resumed":true}`)})
+	if agents := labelValues(t, reg, "belay_lease_takeovers_total", "agent"); len(agents) != 0 {
+		t.Fatalf("a claim after a release or a wait counted as a takeover (%v)", agents)
+	}
+	m.Event(run, store.Event{Type: "claimed", Data: json.RawMessage(`{"epoch":3,"owner":"host/2","resumed":true,"taken_from":"host/1"}`)})
+	if agents := labelValues(t, reg, "belay_lease_takeovers_total", "agent"); !slices.Equal(agents, []string{"support"}) {
+		t.Errorf("a lease taken over was not counted (%v)", agents)
 	}
 }

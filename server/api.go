@@ -71,6 +71,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /v1/runs", s.api(s.listRuns, readers...))
 	mux.Handle("GET /v1/runs/{id}", s.api(s.getRun, readers...))
 	mux.Handle("GET /v1/runs/{id}/trace", s.api(s.getTrace, readers...))
+	mux.Handle("GET /v1/runs/{id}/events", s.api(s.streamEvents, readers...))
 	mux.Handle("GET /v1/runs/{id}/effects", s.api(s.getEffects, readers...))
 	mux.Handle("GET /v1/runs/{id}/messages", s.api(s.getMessages, readers...))
 	mux.Handle("POST /v1/runs/{id}/cancel", s.api(s.cancelRun, operators...))

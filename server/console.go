@@ -52,6 +52,22 @@ func (s *Server) consoleRoutes() (map[string]http.Handler, error) {
 		"humanize": humanize,
 		"plain":    plainValue,
 		"pct":      func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+		"clip":     func(n int, s string) string { return text.Clip(s, n) },
+		"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+		"exact":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 UTC") },
+		"reason":   reasonLabel,
+		"why":      reasonWords,
+		"detail":   detailWords,
+		"sentence": func(s string) string {
+			if s == "" {
+				return s
+			}
+			return strings.ToUpper(s[:1]) + s[1:]
+		},
+		// words says a status as a person reads it: waiting approval.
+		"words": func(s any) string { return strings.ReplaceAll(fmt.Sprint(s), "_", " ") },
+		"who":   who,
+		"args":  func(raw json.RawMessage) string { return plainArgs(raw, 300) },
 	}).ParseFS(templateFS, "console/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console templates: %w", err)
@@ -214,7 +230,11 @@ type card struct {
 	Prior    []store.Effect
 	Earlier  []earlierEffect
 	Evidence []evidence
-	Self     bool
+	// Repeats are the earlier effects on the same business object as the
+	// call (console_repeat.go), and RepeatHeadline the warning they make.
+	Repeats        []earlierEffect
+	RepeatHeadline string
+	Self           bool
 	// Editable is false where this server does not serve the call's tool:
 	// an edit could not be checked against it.
 	Editable bool
@@ -234,6 +254,12 @@ type earlierEffect struct {
 	RunID string
 	// At is when the call was begun, the order the list is in.
 	At time.Time
+	// Summary says what the call did; Same names the business object it
+	// shares with the call to decide, if any.
+	Summary string
+	Same    string
+	// redacted are the call's arguments as Args shows them.
+	redacted json.RawMessage
 }
 
 type field struct{ Name, Value string }
@@ -262,6 +288,7 @@ func (s *Server) card(r *http.Request, p Principal, a store.Approval) (card, err
 	if c.Earlier, err = s.customerEffects(r, p.Tenant, run); err != nil {
 		return card{}, err
 	}
+	s.markRepeats(&c, args)
 	msgs, err := s.messages(r, run)
 	if err != nil {
 		return card{}, err
@@ -288,7 +315,8 @@ func (s *Server) customerEffects(r *http.Request, tenant string, run store.Run) 
 		// Redacted by what the run that made the call recorded, as the
 		// run's own effects are by theirs.
 		args := s.rt.RedactRunArgs(store.Run{ID: e.RunID, Agent: e.Agent, Sensitive: e.Sensitive}, e.Tool, e.Args)
-		out = append(out, earlierEffect{Tool: e.Tool, Args: fields(args), State: e.State, RunID: e.RunID, At: e.CreatedAt})
+		out = append(out, earlierEffect{Tool: e.Tool, Args: fields(args), State: e.State, RunID: e.RunID, At: e.CreatedAt,
+			Summary: s.summarize(e.Agent, e.Tool, args), redacted: args})
 	}
 	return out, nil
 }
@@ -426,14 +454,6 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request, p Principal) (
 	return &page{Title: "Runs", Nav: "runs", Live: "runs", Version: version, Data: data}, nil
 }
 
-type timelineEntry struct {
-	Step   int
-	Type   string
-	Time   time.Time
-	Detail string
-	Class  string
-}
-
 type runData struct {
 	Run        store.Run
 	Cards      []card
@@ -441,7 +461,7 @@ type runData struct {
 	Timeline   []timelineEntry
 	Messages   []messageView
 	Effects    []effectView
-	Escalation string
+	Escalation *packetView
 	CanCancel  bool
 }
 
@@ -474,9 +494,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range events {
-		d.Timeline = append(d.Timeline, timeline(e))
-	}
+	d.Timeline = timelineOf(events)
 	if d.Messages, err = s.messages(r, run); err != nil {
 		return nil, err
 	}
@@ -486,7 +504,8 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*
 	}
 	d.Effects = s.effectViews(run, effects)
 	if len(run.Escalation) > 0 {
-		d.Escalation = prettyJSON(run.Escalation)
+		p := packet(run.Escalation)
+		d.Escalation = &p
 	}
 	live := "run:" + run.ID
 	version, err := s.version(r, p, live)
@@ -502,86 +521,6 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*
 		}
 	}
 	return pg, nil
-}
-
-// timeline says what one trace event was, in a line, from its data as the
-// catalogue types it.
-func timeline(e store.Event) timelineEntry {
-	t := timelineEntry{Step: e.Step, Type: e.Type, Time: e.Time, Class: "ev-other"}
-	switch e.Type {
-	case store.EventModelCall:
-		d, _ := store.DecodeEvent[store.ModelCallData](e)
-		t.Class = "ev-model"
-		t.Detail = fmt.Sprintf("%s: %d in, %d out tokens", d.Model, d.InputTokens, d.OutputTokens)
-	case store.EventToolCall:
-		d, _ := store.DecodeEvent[store.ToolCallData](e)
-		t.Class = "ev-tool"
-		t.Detail = d.Tool + " " + text.Clip(string(d.Args), 200)
-	case store.EventToolResult:
-		d, _ := store.DecodeEvent[store.ToolResultData](e)
-		t.Class = "ev-tool"
-		t.Detail = d.Tool + ": " + text.Clip(d.Preview, 200)
-		if d.IsError {
-			t.Class = "ev-error"
-		}
-	case store.EventToolRetry:
-		d, _ := store.DecodeEvent[store.ToolRetryData](e)
-		t.Class = "ev-retry"
-		t.Detail = text.Clip(fmt.Sprintf("%s attempt %d: %s", d.Tool, d.Attempt, d.Error), 200)
-	case store.EventBreaker:
-		d, _ := store.DecodeEvent[store.BreakerData](e)
-		t.Class = "ev-retry"
-		t.Detail = fmt.Sprintf("%s breaker %s to %s", d.Tool, d.From, d.To)
-	case store.EventEffectUnknown:
-		d, _ := store.DecodeEvent[store.EffectUnknownData](e)
-		t.Class = "ev-retry"
-		t.Detail = text.Clip(d.Tool+": "+d.Error, 200)
-	case store.EventReconcile:
-		d, _ := store.DecodeEvent[store.ReconcileData](e)
-		t.Class = "ev-retry"
-		t.Detail = fmt.Sprintf("%s asked what happened: found %v %s", d.Tool, d.Found, d.Error)
-	case store.EventEffectInFlight:
-		d, _ := store.DecodeEvent[store.EffectInFlightData](e)
-		t.Class = "ev-retry"
-		t.Detail = fmt.Sprintf("%s: waits until %s for the call of lease epoch %d", d.Tool, d.Until.Format(time.RFC3339), d.Epoch)
-	case store.EventLoopDetected:
-		d, _ := store.DecodeEvent[store.LoopDetectedData](e)
-		t.Class = "ev-retry"
-		t.Detail = fmt.Sprintf("%s detector fired (%d): %s", d.Detector, d.Fired, d.Action)
-	case store.EventModelFallback:
-		d, _ := store.DecodeEvent[store.ModelFallbackData](e)
-		t.Class = "ev-retry"
-		t.Detail = text.Clip(d.From+" to "+d.To+": "+d.Error, 200)
-	case store.EventApprovalRequested:
-		d, _ := store.DecodeEvent[store.ApprovalRequestedData](e)
-		t.Class = "ev-approval"
-		t.Detail = d.Summary
-	case store.EventApprovalDecided:
-		d, _ := store.DecodeEvent[store.ApprovalDecidedData](e)
-		t.Class = "ev-approval"
-		t.Detail = strings.TrimSpace(string(d.Status) + " by " + d.By + " " + d.Note)
-	case store.EventApprovalApplied:
-		d, _ := store.DecodeEvent[store.ApprovalAppliedData](e)
-		t.Class = "ev-approval"
-		t.Detail = string(d.Status) + " by " + d.By
-	case store.EventCheckpoint:
-		d, _ := store.DecodeEvent[store.CheckpointData](e)
-		t.Class = "ev-checkpoint"
-		t.Detail = fmt.Sprintf("%d messages, $%g so far", d.Messages, d.CostUSD)
-	case store.EventStop:
-		d, _ := store.DecodeEvent[store.StopData](e)
-		t.Class = "ev-stop"
-		t.Detail = strings.TrimSpace(string(d.Status) + ": " + d.Reason + " " + d.Detail)
-	case store.EventIntent:
-		d, _ := store.DecodeEvent[store.IntentData](e)
-		t.Class = "ev-tool"
-		t.Detail = d.Tool + " key " + d.Key
-	default:
-		if len(e.Data) > 2 {
-			t.Detail = text.Clip(string(e.Data), 200)
-		}
-	}
-	return t
 }
 
 func (s *Server) cancelForm(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {

@@ -85,11 +85,16 @@ func humanize(key string) string {
 }
 
 // plainValue shows a JSON value as a person reads it: strings without
-// quotes, everything else as compact JSON.
+// quotes, a list of strings joined by commas, everything else as compact
+// JSON.
 func plainValue(v json.RawMessage) string {
 	var s string
 	if json.Unmarshal(v, &s) == nil {
 		return s
+	}
+	var list []string
+	if json.Unmarshal(v, &list) == nil && len(list) > 0 {
+		return strings.Join(list, ", ")
 	}
 	return compactJSON(v)
 }

@@ -8,13 +8,13 @@ import (
 	"strings"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/store"
 )
 
 // bar is one category of the approvals chart: its segments' widths are
 // shares of the chart's width.
 type bar struct {
 	belay.CategoryStats
-	Y        int
 	Segments []segment
 	// ByPolicy says how many decisions policies took, and which.
 	ByPolicy string
@@ -38,10 +38,10 @@ func (s *Server) statsPage(w http.ResponseWriter, r *http.Request, p Principal) 
 		return nil, err
 	}
 	var bars []bar
-	for i, c := range stats {
-		b := bar{CategoryStats: c, Y: i * 44, ByPolicy: byPolicy(c.Policy)}
+	for _, c := range stats {
+		b := bar{CategoryStats: c, ByPolicy: byPolicy(c.Policy)}
 		total := c.Decided + c.Pending
-		x := 0
+		x, done := 0, 0
 		for _, part := range []struct {
 			n     int
 			class string
@@ -52,18 +52,27 @@ func (s *Server) statsPage(w http.ResponseWriter, r *http.Request, p Principal) 
 			if part.n == 0 || total == 0 {
 				continue
 			}
-			width := part.n * chartWidth / total
+			// Widths from cumulative shares, so that the last segment ends
+			// at the chart's edge whatever the rounding.
+			done += part.n
+			width := done*chartWidth/total - x
 			b.Segments = append(b.Segments, segment{X: x, Width: width, Class: part.class,
 				Label: fmt.Sprintf("%d %s", part.n, part.label)})
 			x += width
 		}
 		bars = append(bars, b)
 	}
+	// The trend reads the decisions again, with their times: the statistics
+	// above are totals.
+	approvals, err := s.st.Approvals(r.Context(), store.ListApprovalsParams{Tenant: p.Tenant})
+	if err != nil {
+		return nil, err
+	}
 	data := struct {
-		Bars   []bar
-		Height int
-		Width  int
-	}{Bars: bars, Height: len(bars)*44 + 10, Width: chartWidth}
+		Bars  []bar
+		Width int
+		Trend trend
+	}{Bars: bars, Width: chartWidth, Trend: approvalTrend(approvals, s.cfg.now())}
 	return &page{Title: "Approval statistics", Nav: "stats", Data: data}, nil
 }
 

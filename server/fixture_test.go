@@ -155,11 +155,14 @@ func newFixtureOn(t *testing.T, st store.AccessStore, configure ...func(*Config)
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	agent := support.NewAgent(world, scripted.Func(support.Script()))
-	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent, vaultAgent()}, HumanApproval: true, Logger: logger})
+	// The hub sees the runtime's events at once; what other writers add it
+	// finds by its poll.
+	hub := NewEventHub(st, 50*time.Millisecond, logger)
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent, vaultAgent()}, HumanApproval: true, Logger: logger, Observer: hub})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Runtime: rt, Store: st, Logger: logger, LivePoll: 20 * time.Millisecond}
+	cfg := Config{Runtime: rt, Store: st, Logger: logger, LivePoll: 20 * time.Millisecond, Events: hub}
 	for _, c := range configure {
 		c(&cfg)
 	}

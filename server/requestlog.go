@@ -44,9 +44,9 @@ func noteTenant(ctx context.Context, tenant string) {
 }
 
 // logRequests writes the request log of next at info level, and of the
-// probes' and operational routes (/healthz, /readyz, /metrics), which a
-// load balancer or a scraper asks every few seconds, at debug level. mux
-// names each request's route.
+// routes in quiet (/healthz, /readyz, /metrics), which a load balancer or
+// a scraper asks every few seconds, at debug level. mux names each
+// request's route.
 func logRequests(logger *slog.Logger, mux *http.ServeMux, quiet map[string]bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -95,8 +95,8 @@ func route(pattern string) string {
 }
 
 // statusRecorder keeps the status a handler answered with. It flushes for
-// the console's live stream, and unwraps for http.ResponseController,
-// which sets the read deadline of a request body.
+// the live streams, and unwraps for http.ResponseController, which sets
+// the read deadline of a request body.
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
@@ -116,12 +116,17 @@ func (w *statusRecorder) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
-func (w *statusRecorder) Flush() {
+// FlushError is what http.ResponseController calls: a stream learns from
+// its error that the client is gone.
+func (w *statusRecorder) FlushError() error {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
+
+// Flush is for handlers that ask for an http.Flusher.
+func (w *statusRecorder) Flush() { _ = w.FlushError() }
 
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 

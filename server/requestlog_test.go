@@ -150,3 +150,23 @@ func TestRequestLogNamesRouteNotSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestLogQuietsScrapes: a scrape of an operational GET route is
+// logged at debug level like the probes, and an operational POST (a
+// decision from Slack) at info level like the API.
+func TestRequestLogQuietsScrapes(t *testing.T) {
+	t.Parallel()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	f := newFixture(t, func(c *Config) {
+		c.Operational = map[string]http.Handler{"GET /metrics": ok, "POST /hooks/chat": ok}
+	})
+	f.do("GET", "/metrics", "", nil, "X-Request-Id", "scrape-1")
+	f.do("POST", "/hooks/chat", "", "payload=1", "X-Request-Id", "hook-1")
+	lines, _ := f.requestLog()
+	if got := lineFor(t, lines, "scrape-1"); got.Level != "DEBUG" || got.Route != "/metrics" {
+		t.Errorf("the scrape logged %+v, want /metrics at DEBUG", got)
+	}
+	if got := lineFor(t, lines, "hook-1"); got.Level != "INFO" || got.Route != "/hooks/chat" {
+		t.Errorf("the operational POST logged %+v, want /hooks/chat at INFO", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,8 +25,9 @@ type Config struct {
 	Runtime *belay.Runtime
 	// Store is the runtime's store. Required.
 	Store store.AccessStore
-	// Logger receives request errors, and a line per request at info level
-	// (the probes and Operational routes at debug). Default: discard.
+	// Logger receives request errors, and a line per request at info level;
+	// the probes and the GET routes of Operational (a scrape of /metrics)
+	// at debug. Default: discard.
 	Logger *slog.Logger
 	// SecureCookies marks the session cookie Secure even when the request
 	// did not arrive over TLS (a proxy terminates it). Requests over TLS
@@ -46,6 +48,12 @@ type Config struct {
 	// Operational holds routes served without authentication next to the
 	// API (/metrics); /healthz and /readyz are the server's own.
 	Operational map[string]http.Handler
+	// Events wakes the live event streams (GET /v1/runs/{id}/events) when
+	// a run's trace grows. Pass the same hub to the runtime as (one of) its
+	// Observer, so that a stream sees this process's events at once.
+	// Default: a hub of the server's own, which finds every event by its
+	// poll alone, up to DefaultEventPoll late.
+	Events *EventHub
 	// AllowPrivateWebhooks accepts webhook URLs whose host is an IP
 	// address that is not public (loopback, private, link-local, ...).
 	// Default false: such a URL is refused with 400. Host names are checked
@@ -53,6 +61,8 @@ type Config struct {
 	AllowPrivateWebhooks bool
 
 	now func() time.Time
+	// keepalive is how long an event stream stays silent; tests shorten it.
+	keepalive time.Duration
 }
 
 // Server serves the API and the console.
@@ -62,6 +72,7 @@ type Server struct {
 	st      store.AccessStore
 	handler http.Handler
 	tmpl    *template.Template
+	hub     *EventHub
 
 	mu       sync.Mutex
 	inFlight map[string]bool
@@ -98,7 +109,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	s := &Server{cfg: cfg, rt: cfg.Runtime, st: cfg.Store, inFlight: map[string]bool{}, closing: make(chan struct{})}
+	if cfg.keepalive <= 0 {
+		cfg.keepalive = DefaultKeepalive
+	}
+	if cfg.Events == nil {
+		cfg.Events = NewEventHub(cfg.Store, 0, cfg.Logger)
+	}
+	s := &Server{cfg: cfg, rt: cfg.Runtime, st: cfg.Store, hub: cfg.Events, inFlight: map[string]bool{}, closing: make(chan struct{})}
 	console, err := s.consoleRoutes()
 	if err != nil {
 		return nil, err
@@ -115,7 +132,7 @@ func New(cfg Config) (*Server, error) {
 	quiet := map[string]bool{"GET /healthz": true, "GET /readyz": true}
 	for pattern, h := range cfg.Operational {
 		mux.Handle(pattern, h)
-		quiet[pattern] = true
+		quiet[pattern] = strings.HasPrefix(pattern, "GET ")
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -136,8 +153,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// CloseLive ends the console's live streams; pages reconnect to another
-// server, or retry. Register it with http.Server.RegisterOnShutdown, since
+// CloseLive ends the console's live streams and the API's event streams;
+// pages and clients reconnect to another server, or retry. Register it with http.Server.RegisterOnShutdown, since
 // a shutdown waits for every open request.
 func (s *Server) CloseLive() {
 	s.closeOnce.Do(func() { close(s.closing) })

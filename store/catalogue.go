@@ -95,11 +95,13 @@ type RunCreatedData struct {
 }
 
 // ClaimedData is a claimed event: the epoch and owner of the new lease,
-// and whether the run had steps before (it resumes).
+// whether the run had steps before (it resumes), and the owner whose lease
+// the claim took over without its letting go (Run.TakenFrom), if any.
 type ClaimedData struct {
-	Epoch   int64  `json:"epoch"`
-	Owner   string `json:"owner"`
-	Resumed bool   `json:"resumed"`
+	Epoch     int64  `json:"epoch"`
+	Owner     string `json:"owner"`
+	Resumed   bool   `json:"resumed"`
+	TakenFrom string `json:"taken_from,omitempty"`
 }
 
 // ReleasedData is a released event.

@@ -36,6 +36,13 @@ func (p CheckpointParams) Check() error {
 	if p.Run.KeepLease && (p.Run.Status != StatusRunning || !p.Run.ResumeAfter.IsZero()) {
 		return fmt.Errorf("KeepLease with status %s", p.Run.Status)
 	}
+	// A run's history is appended to, message after message, so the
+	// messages of one write follow each other.
+	for i := 1; i < len(p.Messages); i++ {
+		if p.Messages[i].Seq != p.Messages[i-1].Seq+1 {
+			return fmt.Errorf("message %d follows message %d: a checkpoint appends consecutive messages", p.Messages[i].Seq, p.Messages[i-1].Seq)
+		}
+	}
 	return nil
 }
 

@@ -246,6 +246,13 @@ type Run struct {
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
+
+	// TakenFrom is set only on a run ClaimRuns returns: the owner whose
+	// lease the claim replaced without that owner letting go of it (a
+	// worker that died, froze or was cut off from the store). It is empty
+	// when the run was queued, released, or due by its timer. It is not
+	// stored.
+	TakenFrom string
 }
 
 // SensitiveArgs says which arguments of a tool's calls are secret, as the
@@ -288,7 +295,8 @@ type Message struct {
 // Event is one row of a run's trace.
 type Event struct {
 	RunID string
-	// Seq orders the events of a run; the store assigns it.
+	// Seq numbers the events of a run from 1, in the order they were
+	// written; the store assigns it.
 	Seq  int64
 	Step int
 	Type string
@@ -593,6 +601,16 @@ type Store interface {
 	Messages(ctx context.Context, runID string) ([]Message, error)
 	// Events returns a run's trace events in order.
 	Events(ctx context.Context, runID string) ([]Event, error)
+	// EventsAfter returns up to p.Limit trace events of the runs p.Runs
+	// names, each run's from just after its cursor: each run's in Seq
+	// order, the runs' merged in the order their events were written. A run
+	// that does not exist has none. A run's events become readable in Seq
+	// order: every write that appends to a run's trace numbers its events
+	// while it holds the run (its row, or the store's one writer), so no
+	// event commits below a Seq a reader has already seen. A reader that
+	// keeps the last Seq it read of each run therefore misses nothing when
+	// it reads again after it.
+	EventsAfter(ctx context.Context, p EventsAfterParams) ([]Event, error)
 	// Effects returns the ledger rows of a run in the order they were begun.
 	Effects(ctx context.Context, tenant, runID string) ([]Effect, error)
 	// Outbox returns a run's notifications in order.
@@ -646,6 +664,21 @@ type Store interface {
 	PruneRuns(ctx context.Context, p PruneRunsParams) (int, error)
 
 	Close() error
+}
+
+// EventsAfterParams reads the traces of runs from where a reader left them.
+type EventsAfterParams struct {
+	// Runs are the traces to read, each from just after its cursor.
+	Runs []TraceCursor
+	// Limit caps the events returned; zero or less returns none.
+	Limit int
+}
+
+// TraceCursor is where a reader is in a run's trace: the Seq of the last
+// event it has, 0 before the first.
+type TraceCursor struct {
+	RunID string
+	After int64
 }
 
 // PruneRunsParams selects the ended runs PruneRuns deletes.

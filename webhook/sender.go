@@ -79,6 +79,11 @@ type Options struct {
 	// a proxy from the environment the address checked is the proxy's.
 	// When false, HTTPClient's Transport must be an *http.Transport.
 	AllowPrivateDestinations bool
+	// Deliverers deliver to webhooks whose URL has another scheme than
+	// http or https, by that scheme ("slack"). A delivery to a scheme
+	// without one is attempted as HTTP, fails, and is retried: a sender of
+	// the store that has one takes it then. Default: none.
+	Deliverers map[string]Deliverer
 
 	// now and rand are the clock and the jitter source (a value in [0, n));
 	// tests inject their own.
@@ -277,6 +282,9 @@ type outcome struct {
 // attempt POSTs d once. Its error is the transport's, already summarised in
 // the outcome.
 func (s *Sender) attempt(ctx context.Context, d store.Delivery) (outcome, error) {
+	if dl := s.deliverer(d.URL); dl != nil {
+		return s.attemptOther(ctx, dl, d)
+	}
 	body, err := encode(d, s.opts.ConsoleURL)
 	if err != nil {
 		return outcome{state: store.DeliveryFailed, err: errText(fmt.Errorf("encode body: %w", err))}, nil

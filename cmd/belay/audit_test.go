@@ -62,8 +62,7 @@ END
 $$;
 
 CREATE TRIGGER audit AFTER UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION audit_run();
-CREATE TRIGGER audit AFTER INSERT OR UPDATE ON messages FOR EACH ROW EXECUTE FUNCTION audit_row();
-CREATE TRIGGER audit AFTER INSERT OR UPDATE ON events FOR EACH ROW EXECUTE FUNCTION audit_row();
+CREATE TRIGGER audit AFTER INSERT OR UPDATE ON journal FOR EACH ROW EXECUTE FUNCTION audit_row();
 CREATE TRIGGER audit AFTER INSERT OR UPDATE ON effects FOR EACH ROW EXECUTE FUNCTION audit_row();
 CREATE TRIGGER audit AFTER INSERT OR UPDATE ON approvals FOR EACH ROW EXECUTE FUNCTION audit_row();
 -- Only inserts: a run writes its notifications; the webhook sender of any
@@ -179,7 +178,7 @@ func checkAudit(t *testing.T, log []auditRow, workers map[string]int) auditRepor
 //     not killed by the test before the claim: two live workers holding
 //     the run at once;
 //   - a write by a worker process under a lease it does not hold: any write
-//     to a run's row, messages, events, ledger, approvals or outbox made
+//     to a run's row, journal (messages and events), ledger, approvals or outbox made
 //     while the run's epoch was not one that this process claimed (a stale
 //     write after a later claim shows up here);
 //   - a change of a leased run by a process that is not a worker.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	cryptorand "crypto/rand"
 	"encoding/hex"
@@ -14,7 +13,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -31,6 +29,8 @@ import (
 
 const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]
        belay bench --parked N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
+       belay bench --streams N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
+       belay bench --takeover [--runs 32] [--lease-ttl 5s] [--store sqlite] [--json]
 
 Runs N agents of K tool calls each against a scripted model and a no-op tool,
 so what is measured is Belay itself: durable steps per second, per-step overhead,
@@ -38,7 +38,17 @@ bytes written per step and group commit.
 
 With --parked N it parks N runs on approval instead, starts a worker over them
 in a process of its own, and reports that process's memory and idle CPU, then
-the time from an approval decided here to the worker's claim of its run.`
+the time from an approval decided here to the worker's claim of its run.
+
+With --streams N it parks N runs the same way, starts a server over them in a
+process of its own, opens one live event stream on each, and reports the
+server's memory and idle CPU, then the time from each event's commit to its
+arrival on the streams as approvals decided here let the runs finish.
+
+With --takeover it starts --runs runs (32 if not given) on a worker in a
+process of its own, kills it with SIGKILL in the middle of its steps, and times
+until another worker has claimed each run; then freezes that one with SIGSTOP
+and times until a third has claimed them, once their leases run out.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", benchUsage, stdout)
@@ -54,7 +64,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
 	parked := fs.Int("parked", 0, "instead: park this many runs on approval, then measure a worker over them in a process of its own (memory, idle CPU) and approve→resume from this one")
 	idle := fs.Duration("idle", 20*time.Second, "with --parked: how long the idle worker is measured")
-	resumes := fs.Int("resumes", 200, "with --parked: how many approvals are decided and timed until their run is claimed")
+	resumes := fs.Int("resumes", 200, "with --parked: how many approvals are decided and timed until their run is claimed; with --streams, until their stream ends")
+	takeover := fs.Bool("takeover", false, "instead: kill a worker (SIGKILL) mid-step, then freeze another (SIGSTOP), and time until a worker in another process has claimed each run")
+	leaseTTL := fs.Duration("lease-ttl", 5*time.Second, "with --takeover: the workers' lease time-to-live")
+	streams := fs.Int("streams", 0, "instead: park this many runs on approval, open an event stream on each on a server in a process of its own, measure it idle (memory, CPU), then time events from their commit to their arrival on the streams")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
@@ -106,6 +119,31 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("bench: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *takeover {
+		if !fs.given("runs") {
+			cfg.runs = 32
+		}
+		tres, err := benchTakeover(ctx, takeoverConfig{benchConfig: cfg, ttl: *leaseTTL})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, tres)
+		}
+		tres.print(stdout)
+		return nil
+	}
+	if *streams > 0 {
+		sres, err := benchStreams(ctx, streamsConfig{benchConfig: cfg, streams: *streams, decisions: *resumes, idle: *idle})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, sres)
+		}
+		sres.print(stdout)
+		return nil
 	}
 	if *parked > 0 {
 		pres, err := benchParked(ctx, parkedConfig{benchConfig: cfg, parked: *parked, resumes: *resumes, idle: *idle})
@@ -456,106 +494,6 @@ func checkBenchRuns(ctx context.Context, s store.Store, ids []string, steps int)
 		bad = bad[:shown]
 	}
 	return fmt.Errorf("bench: %d of %d runs did not end done: %s%s", n, len(ids), strings.Join(bad, "; "), more)
-}
-
-// stepRecorder collects the overhead of every step from the runtime's
-// StepObserver, which runs on the workers' goroutines.
-type stepRecorder struct {
-	n         atomic.Int64
-	overheads []time.Duration
-}
-
-func newStepRecorder(steps int) *stepRecorder {
-	return &stepRecorder{overheads: make([]time.Duration, steps)}
-}
-
-func (r *stepRecorder) observe(t belay.StepTiming) {
-	i := r.n.Add(1) - 1
-	if i < int64(len(r.overheads)) {
-		r.overheads[i] = t.Total - t.Model - t.Tools
-	}
-}
-
-// percentiles returns the 50th and 99th percentile (nearest rank) of the
-// steps observed. Call it once the runtime has stopped.
-func (r *stepRecorder) percentiles() (p50, p99 time.Duration) {
-	d := r.overheads[:min(int(r.n.Load()), len(r.overheads))]
-	if len(d) == 0 {
-		return 0, 0
-	}
-	slices.Sort(d)
-	rank := func(q float64) time.Duration { return d[max(0, int(math.Ceil(q*float64(len(d))))-1)] }
-	return rank(0.50), rank(0.99)
-}
-
-// startProgress draws a progress bar on w until the returned function is
-// called. With w nil it draws nothing.
-func startProgress(w io.Writer, done *atomic.Int64, total int) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	start := time.Now()
-	draw := func() {
-		n := min(int(done.Load()), total)
-		const width = 30
-		filled := width * n / total
-		fmt.Fprintf(w, "\r\033[Kbench [%s%s] %d/%d steps %.1fs", strings.Repeat("#", filled),
-			strings.Repeat(".", width-filled), n, total, time.Since(start).Seconds())
-	}
-	wg.Go(func() {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				draw()
-			}
-		}
-	})
-	return func() {
-		close(quit)
-		wg.Wait()
-		fmt.Fprint(w, "\r\033[K")
-	}
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isTTY(f)
-}
-
-// peakRSSMB is the process's peak resident memory. Linux reports it in
-// /proc; elsewhere the memory the Go runtime holds now stands in for it,
-// which leaves out SQLite's own allocations.
-func peakRSSMB() float64 {
-	if f, err := os.Open("/proc/self/status"); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
-			if !ok {
-				continue
-			}
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err == nil {
-				return kb / 1024
-			}
-		}
-	}
-	sample := []metrics.Sample{
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-	}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 || sample[1].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return float64(sample[0].Value.Uint64()-sample[1].Value.Uint64()) / (1 << 20)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

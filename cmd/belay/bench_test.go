@@ -187,3 +187,33 @@ func TestBenchParked(t *testing.T) {
 		}
 	}
 }
+
+// bench --takeover kills a worker mid-step and freezes another, and times
+// until a worker in another process has claimed each run: the killed
+// worker's runs well within their lease (its process is proven gone), the
+// frozen one's once their leases run out.
+func TestBenchTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds belay and starts worker processes")
+	}
+	t.Parallel()
+	out, err := exec.Command(belayBinary(t), "bench", "--takeover", "--runs", "4", "--lease-ttl", "3s", "--json").Output()
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	var res takeoverResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if res.Runs != 4 || res.Store != "sqlite" || res.LeaseTTLMS != 3000 {
+		t.Errorf("runs %d, store %s, lease %v ms; want 4, sqlite, 3000", res.Runs, res.Store, res.LeaseTTLMS)
+	}
+	if res.KilledP50MS <= 0 || res.KilledMaxMS < res.KilledP50MS || res.KilledMaxMS >= res.LeaseTTLMS {
+		t.Errorf("killed worker's runs taken over after p50 %v, max %v ms; want within the %v ms lease", res.KilledP50MS, res.KilledMaxMS, res.LeaseTTLMS)
+	}
+	// A frozen worker renewed its leases at most a third of a lease before
+	// it froze: they run out at least two thirds of a lease after.
+	if res.FrozenP50MS < res.LeaseTTLMS*2/3 || res.FrozenMaxMS < res.FrozenP50MS {
+		t.Errorf("frozen worker's runs taken over after p50 %v, max %v ms; want once their %v ms leases ran out", res.FrozenP50MS, res.FrozenMaxMS, res.LeaseTTLMS)
+	}
+}

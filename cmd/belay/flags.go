@@ -163,3 +163,10 @@ func decider(as string) string {
 	}
 	return "human:unknown"
 }
+
+// given reports whether the flag name was set on the command line.
+func (f *commandFlags) given(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}

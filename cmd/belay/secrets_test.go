@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -342,8 +344,8 @@ type shown struct {
 }
 
 // checkStoreFile looks for the card number in the bytes of the database
-// file and its WAL, and in every row of every table. Only messages.content
-// may hold it (see TestSecretsNeverShown). In the bytes,
+// file and its WAL, and in every row of every table. Only the content of a
+// message may hold it (see TestSecretsNeverShown). In the bytes,
 // that is checked by context: each occurrence must be part of a copy of
 // one of their values, the 32 bytes on each side included (up to the value's
 // ends, or the page's, for a value that overflows onto another page). Pages
@@ -361,23 +363,32 @@ func checkStoreFile(t *testing.T, path string) {
 	if err := db.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
 		t.Fatal(err)
 	}
+	// A run's messages are items of its journal's bodies, each with its
+	// content (c: JSON as it is, cb: base64, cx: hex); its events too, with
+	// their data (d, db, dx). Only a message's content may hold the number.
 	var kept [][]byte
-	for _, q := range []string{"SELECT content FROM messages"} {
-		rows, err := db.Query(q)
-		if err != nil {
+	rows, err := db.Query("SELECT body FROM journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
 			t.Fatal(err)
 		}
-		for rows.Next() {
-			var v []byte
-			if err := rows.Scan(&v); err != nil {
-				t.Fatal(err)
-			}
+		messages, events := journalItems(t, body)
+		for _, v := range messages {
 			if bytes.Contains(v, []byte(needle)) {
 				kept = append(kept, v)
 			}
 		}
-		rows.Close()
+		for _, v := range events {
+			if bytes.Contains(v, []byte(needle)) {
+				t.Errorf("an event holds the card number: %s", clip(v, needle))
+			}
+		}
 	}
+	rows.Close()
 	if len(kept) == 0 {
 		t.Fatal("the messages do not hold the card number: the test does not see the call")
 	}
@@ -447,8 +458,8 @@ func checkStoreFile(t *testing.T, path string) {
 				t.Fatal(err)
 			}
 			for i, v := range vals {
-				if table == "messages" && cols[i] == "content" {
-					continue
+				if table == "journal" && cols[i] == "body" {
+					continue // checked item by item above
 				}
 				if b := asBytes(v); bytes.Contains(b, []byte(needle)) {
 					t.Errorf("%s.%s holds the card number: %s", table, cols[i], clip(b, needle))
@@ -531,4 +542,50 @@ func consolePage(t *testing.T, c *http.Client, url string) []byte {
 		t.Fatalf("GET %s: %d\n%s", url, res.StatusCode, b)
 	}
 	return b
+}
+
+// journalItems decodes a journal row's body as the file stores it: the
+// contents of its messages and the data of its events, each decoded from
+// the form it is stored in, so that a secret cannot hide in base64 or hex.
+func journalItems(t *testing.T, body []byte) (messages, events [][]byte) {
+	t.Helper()
+	var b struct {
+		M []struct {
+			C  json.RawMessage `json:"c"`
+			CB string          `json:"cb"`
+			CX string          `json:"cx"`
+		} `json:"m"`
+		E []struct {
+			D  json.RawMessage `json:"d"`
+			DB string          `json:"db"`
+			DX string          `json:"dx"`
+		} `json:"e"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatalf("a journal body that is not JSON: %v", err)
+	}
+	decode := func(raw json.RawMessage, b64, hx string) []byte {
+		switch {
+		case b64 != "":
+			v, err := base64.StdEncoding.DecodeString(b64)
+			if err != nil {
+				t.Fatalf("journal item in base64: %v", err)
+			}
+			return v
+		case hx != "":
+			v, err := hex.DecodeString(hx)
+			if err != nil {
+				t.Fatalf("journal item in hex: %v", err)
+			}
+			return v
+		}
+		return raw
+	}
+	for _, m := range b.M {
+		messages = append(messages, decode(m.C, m.CB, m.CX))
+	}
+	for _, e := range b.E {
+		events = append(events, decode(e.D, e.DB, e.DX))
+	}
+	return messages, events
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/belayrun/belay/config"
 	"github.com/belayrun/belay/metrics"
 	"github.com/belayrun/belay/server"
+	"github.com/belayrun/belay/slack"
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/tracing"
 	"github.com/belayrun/belay/webhook"
@@ -93,7 +94,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewStoreCollector(st))
-	observers := observers{metrics.New(reg), runLog{logger}}
+	// The event streams' hub sees this process's events as they commit.
+	events := server.NewEventHub(st, 0, logger)
+	observers := observers{metrics.New(reg), events, runLog{logger}}
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
 		// The exporter reads the endpoint and headers from the standard
 		// OTEL_EXPORTER_OTLP_* variables.
@@ -118,9 +121,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
-	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, SecureCookies: set.secureCookies,
-		AllowPrivateWebhooks: set.allowPrivateWebhooks, BodyTimeout: set.bodyTimeout,
-		Operational: map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}})
+	operational := map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	var deliverers map[string]webhook.Deliverer
+	if set.slack != "" {
+		app, err := openSlack(ctx, set.slack, rt, st, base, logger)
+		if err != nil {
+			return err
+		}
+		// Slack authenticates its requests by their signature, not by a key.
+		operational["POST /slack/interactivity"] = app
+		deliverers = map[string]webhook.Deliverer{slack.Scheme: app}
+	}
+	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, Events: events, SecureCookies: set.secureCookies,
+		AllowPrivateWebhooks: set.allowPrivateWebhooks, BodyTimeout: set.bodyTimeout, Operational: operational})
 	if err != nil {
 		return err
 	}
@@ -138,7 +151,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer cancel()
 		_ = srv.Shutdown(shutCtx)
 	}()
-	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base, AllowPrivateDestinations: set.allowPrivateWebhooks})
+	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base, AllowPrivateDestinations: set.allowPrivateWebhooks,
+		Deliverers: deliverers})
 	senderDone := make(chan error, 1)
 	go func() { senderDone <- sender.Run(ctx) }()
 	// The runtime outlives ctx (the signal) by the grace period, so steps
@@ -162,6 +176,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout, "belay serve: stopped; leases released")
 	return nil
+}
+
+// openSlack builds the Slack app of belay serve --slack FILE and registers
+// the webhooks that carry each configured tenant's approval requests to
+// its channel.
+func openSlack(ctx context.Context, path string, rt *belay.Runtime, st store.AccessStore, consoleURL string, logger *slog.Logger) (*slack.App, error) {
+	cfg, err := slack.LoadConfig(path)
+	if err != nil {
+		return nil, fmt.Errorf("serve: --slack: %w", err)
+	}
+	app, err := slack.NewFromEnv(slack.Options{Runtime: rt, Store: st, Config: cfg, ConsoleURL: consoleURL, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("serve: --slack: %w", err)
+	}
+	if err := app.EnsureWebhooks(ctx, time.Now()); err != nil {
+		return nil, fmt.Errorf("serve: --slack: %w", err)
+	}
+	return app, nil
 }
 
 // observers sends each observation to all of them.

@@ -45,6 +45,7 @@ type serveSettings struct {
 	allowPrivateWebhooks bool
 	bodyTimeout          time.Duration
 	configPath           string
+	slack                string
 	keepEnded            string
 	logFormat            string
 	logLevel             string
@@ -110,6 +111,8 @@ func newServeSettings(stdout io.Writer, getenv func(string) string) *serveSettin
 	fs.StringVar(&s.configPath, configName, "", "agents from a file (models, instructions, MCP servers, policy, budget) instead of the support desk; "+
 		"its serve: section may hold these settings")
 	s.slow = slowToolFlag(fs.FlagSet)
+	fs.StringVar(&s.slack, "slack", "", "post approval cards to Slack and take decisions made there, as the slack section of this file (belay.yaml) says; "+
+		"the bot token and signing secret are read from the environment variables it names")
 	fs.StringVar(&s.keepEnded, "keep-ended", "", "delete runs that ended longer ago than this, with all they own: 90d, 720h (default: keep every run)")
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format on stderr: text, json, or auto (text on a terminal, JSON otherwise)")
 	fs.StringVar(&s.logLevel, "log-level", "info", "least level logged: debug (adds the probes' and /metrics' requests), info, warn or error")

@@ -19,6 +19,8 @@ var (
 	approvalInsertSQL string
 	//go:embed query/approval_list.sql
 	approvalListSQL string
+	//go:embed query/approval_list_run.sql
+	approvalListRunSQL string
 	//go:embed query/approval_get.sql
 	approvalGetSQL string
 	//go:embed query/approval_lock_run.sql
@@ -64,9 +66,13 @@ func (s *Store) Approvals(ctx context.Context, p store.ListApprovalsParams) ([]s
 	if p.Limit > 0 {
 		limit = p.Limit
 	}
+	query := approvalListSQL
+	if p.RunID != "" {
+		query = approvalListRunSQL
+	}
 	var as []store.Approval
 	b := s.batch(p.Tenant)
-	b.Queue(approvalListSQL, namedArgs{
+	b.Queue(query, namedArgs{
 		"tenant": p.Tenant,
 		"run_id": p.RunID,
 		"status": string(p.Status),

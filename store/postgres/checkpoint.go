@@ -37,13 +37,13 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 	if err := p.Check(); err != nil {
 		return checkpointError(p, err)
 	}
-	return s.checkpoints.do(ctx, p)
+	return s.checkpoints.do(ctx, p, sqlrow.NewJournalEntry(p.Now, p.Messages, p.Events))
 }
 
 // checkpointOne writes one checkpoint in one round trip: the statements go
 // out together and run as one implicit transaction. The fenced update comes
 // first and raises if the fence does not match, which aborts the rest.
-func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams) error {
+func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams, j sqlrow.JournalEntry) error {
 	u := p.Run
 	query := runCheckpointSQL
 	if u.KeepLease {
@@ -55,6 +55,8 @@ func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams) err
 		"epoch":         p.Fence.Epoch,
 		"step":          u.Step,
 		"message_count": u.Messages,
+		"first_message": j.FirstMessage,
+		"events":        j.Events,
 		"input_tokens":  u.InputTokens,
 		"output_tokens": u.OutputTokens,
 		"model_calls":   u.ModelCalls,
@@ -74,8 +76,7 @@ func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams) err
 	}
 	b := &pgx.Batch{}
 	b.Queue(query, args)
-	queueMessages(b, p.Fence.RunID, p.Messages)
-	queueEvents(b, p.Fence.RunID, p.Events)
+	queueCheckpointJournal(b, p.Fence.RunID, j)
 	queueSettles(b, p.Now, p.Effects)
 	queueApprovals(b, p.Fence.RunID, p.Now, p.Approvals)
 	queueOutbox(b, p.Fence.RunID, p.Now, p.Outbox)

@@ -48,6 +48,8 @@ type checkpointRequest struct {
 	// turn is skipped, and one written alone is written under it.
 	ctx context.Context
 	p   store.CheckpointParams
+	// j is the checkpoint's journal row, encoded by its caller.
+	j sqlrow.JournalEntry
 	// err is buffered, so that a writer never waits for a caller that has
 	// given up.
 	err chan error
@@ -86,7 +88,7 @@ func (c *checkpointer) close() {
 // queued, do takes it out and returns ctx's error: nothing was written.
 // Once p is being written, do waits for the outcome (see store.Store's
 // Checkpoint).
-func (c *checkpointer) do(ctx context.Context, p store.CheckpointParams) error {
+func (c *checkpointer) do(ctx context.Context, p store.CheckpointParams, j sqlrow.JournalEntry) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -95,9 +97,9 @@ func (c *checkpointer) do(ctx context.Context, p store.CheckpointParams) error {
 	if c.busy == 0 && len(c.queue) == 0 {
 		c.busy++
 		c.mu.Unlock()
-		return c.writeAlone(ctx, p)
+		return c.writeAlone(ctx, p, j)
 	}
-	r := &checkpointRequest{ctx: ctx, p: p, err: make(chan error, 1)}
+	r := &checkpointRequest{ctx: ctx, p: p, j: j, err: make(chan error, 1)}
 	c.queue = append(c.queue, r)
 	c.cond.Signal()
 	c.mu.Unlock()
@@ -120,7 +122,7 @@ func (c *checkpointer) do(ctx context.Context, p store.CheckpointParams) error {
 // writeAlone writes p on the caller's goroutine, as a writer would a batch
 // of one: handing it to a writer goroutine and back added about a tenth to
 // the latency of a checkpoint made alone.
-func (c *checkpointer) writeAlone(ctx context.Context, p store.CheckpointParams) error {
+func (c *checkpointer) writeAlone(ctx context.Context, p store.CheckpointParams, j sqlrow.JournalEntry) error {
 	defer func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -131,7 +133,7 @@ func (c *checkpointer) writeAlone(ctx context.Context, p store.CheckpointParams)
 	}()
 	// Not under ctx: pgx would cancel the statement when it ends, and a
 	// cancel that arrives as the commit does leaves the outcome unknown.
-	return c.s.checkpointOne(context.WithoutCancel(ctx), p)
+	return c.s.checkpointOne(context.WithoutCancel(ctx), p, j)
 }
 
 // run is a writer goroutine.
@@ -208,23 +210,32 @@ func (c *checkpointer) write(batch []*checkpointRequest, errs []error) {
 	switch len(group) {
 	case 0:
 	case 1:
-		errs[at[0]] = c.s.checkpointOne(context.WithoutCancel(group[0].ctx), group[0].p)
+		errs[at[0]] = c.s.checkpointOne(context.WithoutCancel(group[0].ctx), group[0].p, group[0].j)
 	default:
-		held, err := c.s.checkpointGroup(group)
+		outcome, err := c.s.checkpointGroup(group)
 		switch {
 		case err == nil:
+			var wg sync.WaitGroup
 			for j, i := range at {
-				if !held[j] {
+				switch outcome[j] {
+				case fenceHeld:
+				case runHeld:
+					// Another transaction holds the run's row: written
+					// alone, the checkpoint waits for it without holding
+					// up the batch.
+					wg.Go(func() { errs[i] = c.s.checkpointOne(context.WithoutCancel(group[j].ctx), group[j].p, group[j].j) })
+				default:
 					errs[i] = checkpointError(group[j].p, store.ErrLeaseLost)
 				}
 			}
+			wg.Wait()
 		case rolledBack(err):
 			// Nothing of the batch was written: one checkpoint failed (a
 			// message rewritten, a key never begun), or a lock wait
 			// deadlocked. Written alone, each meets its own fate.
 			var wg sync.WaitGroup
 			for j, i := range at {
-				wg.Go(func() { errs[i] = c.s.checkpointOne(context.WithoutCancel(group[j].ctx), group[j].p) })
+				wg.Go(func() { errs[i] = c.s.checkpointOne(context.WithoutCancel(group[j].ctx), group[j].p, group[j].j) })
 			}
 			wg.Wait()
 		default:
@@ -236,7 +247,7 @@ func (c *checkpointer) write(batch []*checkpointRequest, errs []error) {
 		}
 	}
 	for _, i := range later {
-		errs[i] = c.s.checkpointOne(context.WithoutCancel(batch[i].ctx), batch[i].p)
+		errs[i] = c.s.checkpointOne(context.WithoutCancel(batch[i].ctx), batch[i].p, batch[i].j)
 	}
 }
 
@@ -252,10 +263,23 @@ func rolledBack(err error) bool {
 	return pgconn.SafeToRetry(err)
 }
 
+// groupOutcome is what became of one checkpoint of a group.
+type groupOutcome int
+
+const (
+	// fencedOff: the fence did not hold; nothing was written.
+	fencedOff groupOutcome = iota
+	// fenceHeld: the checkpoint is written.
+	fenceHeld
+	// runHeld: another transaction held the run's row, so the checkpoint
+	// was left out of the group; nothing of it was written.
+	runHeld
+)
+
 // checkpointGroup writes the checkpoints of distinct runs in one statement
-// and reports whose fence held.
-func (s *Store) checkpointGroup(rs []*checkpointRequest) ([]bool, error) {
-	held := make([]bool, len(rs))
+// and reports what became of each.
+func (s *Store) checkpointGroup(rs []*checkpointRequest) ([]groupOutcome, error) {
+	outcome := make([]groupOutcome, len(rs))
 	// The statement carries the writes of many callers: none of their
 	// contexts may end it.
 	rows, err := s.pool.Query(context.Background(), runCheckpointGroupSQL, groupArgs(rs))
@@ -265,15 +289,19 @@ func (s *Store) checkpointGroup(rs []*checkpointRequest) ([]bool, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			ord  int64
-			woke *string
+			ord     int64
+			skipped bool
+			woke    *string
 		)
-		if err := rows.Scan(&ord, &woke); err != nil {
+		if err := rows.Scan(&ord, &skipped, &woke); err != nil {
 			return nil, err
 		}
-		held[ord-1] = true
+		outcome[ord-1] = fenceHeld
+		if skipped {
+			outcome[ord-1] = runHeld
+		}
 	}
-	return held, rows.Err()
+	return outcome, rows.Err()
 }
 
 // groupArgs lays a batch out as the arrays run_checkpoint_group.sql
@@ -281,7 +309,7 @@ func (s *Store) checkpointGroup(rs []*checkpointRequest) ([]bool, error) {
 func groupArgs(rs []*checkpointRequest) namedArgs {
 	var a groupArrays
 	for i, r := range rs {
-		a.add(int64(i+1), &r.p)
+		a.add(int64(i+1), &r.p, r.j)
 	}
 	return a.args()
 }
@@ -297,15 +325,10 @@ type groupArrays struct {
 	plan, guard, escalation                                                       [][]byte
 	keep, wake                                                                    []bool
 
-	msgReq, msgCreated []int64
-	msgSeq, msgStep    []int
-	msgRole            []string
-	msgContent         [][]byte
-
-	evReq, evTS []int64
-	evStep      []int
-	evType      []string
-	evData      [][]byte
+	// The checkpoint's journal row: no row where it appends nothing.
+	firstMessage, messages, events, journalStep []int
+	journalAt                                   []int64
+	journalBody                                 [][]byte
 
 	setReq                      []int64
 	setTenant, setKey, setState []string
@@ -323,7 +346,7 @@ type groupArrays struct {
 	obPayload [][]byte
 }
 
-func (a *groupArrays) add(ord int64, p *store.CheckpointParams) {
+func (a *groupArrays) add(ord int64, p *store.CheckpointParams, j sqlrow.JournalEntry) {
 	u := &p.Run
 	a.id = append(a.id, p.Fence.RunID)
 	a.owner = append(a.owner, p.Fence.Owner)
@@ -346,25 +369,12 @@ func (a *groupArrays) add(ord int64, p *store.CheckpointParams) {
 	a.expires = append(a.expires, sqlrow.Nanos(u.LeaseExpires))
 	a.now = append(a.now, sqlrow.Nanos(p.Now))
 	a.wake = append(a.wake, wakes(*u))
-	for _, m := range p.Messages {
-		content := m.Content
-		if content == nil {
-			content = []byte{}
-		}
-		a.msgReq = append(a.msgReq, ord)
-		a.msgSeq = append(a.msgSeq, m.Seq)
-		a.msgStep = append(a.msgStep, m.Step)
-		a.msgRole = append(a.msgRole, m.Role)
-		a.msgContent = append(a.msgContent, content)
-		a.msgCreated = append(a.msgCreated, sqlrow.Nanos(m.CreatedAt))
-	}
-	for _, e := range p.Events {
-		a.evReq = append(a.evReq, ord)
-		a.evStep = append(a.evStep, e.Step)
-		a.evType = append(a.evType, e.Type)
-		a.evTS = append(a.evTS, sqlrow.Nanos(e.Time))
-		a.evData = append(a.evData, e.Data)
-	}
+	a.firstMessage = append(a.firstMessage, j.FirstMessage)
+	a.messages = append(a.messages, j.Messages)
+	a.events = append(a.events, j.Events)
+	a.journalStep = append(a.journalStep, j.Step)
+	a.journalAt = append(a.journalAt, j.At)
+	a.journalBody = append(a.journalBody, j.Body)
 	for _, e := range p.Effects {
 		a.setReq = append(a.setReq, ord)
 		a.setTenant = append(a.setTenant, e.Tenant)
@@ -404,11 +414,8 @@ func (a *groupArrays) args() namedArgs {
 		"stop_detail": a.stopDetail, "final": a.final, "escalation": a.escalation,
 		"lease_expires": a.expires, "now": a.now, "wake": a.wake,
 
-		"message_req": a.msgReq, "message_seq": a.msgSeq, "message_step": a.msgStep,
-		"message_role": a.msgRole, "message_content": a.msgContent, "message_created_at": a.msgCreated,
-
-		"event_req": a.evReq, "event_step": a.evStep, "event_type": a.evType, "event_ts": a.evTS,
-		"event_data": a.evData,
+		"first_message": a.firstMessage, "messages": a.messages, "events": a.events,
+		"journal_step": a.journalStep, "journal_at": a.journalAt, "journal_body": a.journalBody,
 
 		"settle_req": a.setReq, "settle_tenant": a.setTenant, "settle_key": a.setKey,
 		"settle_state": a.setState, "settle_result": a.setResult,

@@ -13,7 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/belayrun/belay/internal/testrun"
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 // claimIn creates a run of tenant and claims it for owner.
@@ -99,7 +101,7 @@ func writtenFor(t *testing.T, s *Store, r store.Run) written {
 func requests(t *testing.T, ps []store.CheckpointParams) []*checkpointRequest {
 	rs := make([]*checkpointRequest, len(ps))
 	for i, p := range ps {
-		rs[i] = &checkpointRequest{ctx: t.Context(), p: p, err: make(chan error, 1)}
+		rs[i] = &checkpointRequest{ctx: t.Context(), p: p, j: sqlrow.NewJournalEntry(p.Now, p.Messages, p.Events), err: make(chan error, 1)}
 	}
 	return rs
 }
@@ -197,9 +199,13 @@ func TestCheckpointGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := s.checkpointGroup(requests(t, ps))
+	outcome, err := s.checkpointGroup(requests(t, ps))
 	if err != nil {
 		t.Fatal(err)
+	}
+	held := make([]bool, len(outcome))
+	for i, o := range outcome {
+		held[i] = o == fenceHeld
 	}
 	awaitWake(t, wake, "a batch letting go of a running run")
 
@@ -472,5 +478,64 @@ func TestCheckpointGivenUpOnIsWaitedForOnceWritten(t *testing.T) {
 		if got.Step != want {
 			t.Errorf("%s at step %d, want %d", r, got.Step, want)
 		}
+	}
+}
+
+// A run whose row another transaction holds (a decision, a claim, another
+// process's write) does not hold up the checkpoints of the other runs of a
+// batch: they commit while it waits, and it is written once its row is let
+// go.
+func TestCheckpointGroupIsNotHeldUpByOneRun(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, Config{MaxConns: 4})
+	ctx := t.Context()
+	var runs []store.Run
+	for i := range 3 {
+		runs = append(runs, claimIn(t, s, fmt.Sprintf("hol-%d", i), "t1", "w1"))
+	}
+	ps := make([]store.CheckpointParams, len(runs))
+	for i, r := range runs {
+		ps[i] = stepOf(r, fenceOf(r), 1, nil)
+	}
+
+	// Another transaction holds hol-1's row.
+	holder, err := testDB.admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{s.schema, "runs"}.Sanitize()+" WHERE id = 'hol-1' FOR NO KEY UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	errs := make([]error, len(ps))
+	done := make(chan struct{})
+	go func() {
+		s.checkpoints.write(requests(t, ps), errs)
+		close(done)
+	}()
+	// hol-0 and hol-2 are written while hol-1's row is still held.
+	testrun.WaitFor(t, "the other runs' checkpoints, while one run's row is held", func() bool {
+		for _, id := range []string{"hol-0", "hol-2"} {
+			if r, err := s.GetRun(ctx, "", id); err != nil || r.Step != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if r, err := s.GetRun(ctx, "", "hol-1"); err != nil || r.Step != 0 {
+		t.Fatalf("hol-1 written while its row was held: step %d, %v", r.Step, err)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("checkpoint of %s: %v", runs[i].ID, err)
+		}
+	}
+	if r, err := s.GetRun(ctx, "", "hol-1"); err != nil || r.Step != 1 {
+		t.Errorf("hol-1 once its row was let go: step %d, %v; want 1", r.Step, err)
 	}
 }

@@ -1,12 +1,15 @@
 package postgres
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -130,4 +133,115 @@ func TestReopen(t *testing.T) {
 	if r, err := again.GetRun(t.Context(), "t", "run-1"); err != nil || r.LeaseEpoch != 1 {
 		t.Errorf("GetRun after reopening: %+v, %v", r, err)
 	}
+}
+
+// A schema written before the journal (migration 11), with a run in the
+// middle of its steps: its messages keep every byte, its events their order,
+// and the run goes on, its next events numbered after them.
+func TestMigrationMovesHistoryToTheJournal(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	ctx := t.Context()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := testDB.admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	ident := pgx.Identifier{schema}.Sanitize()
+	for _, q := range []string{"CREATE SCHEMA " + ident, "SET LOCAL search_path TO " + ident, schemaVersionCreateSQL} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range ms[:10] {
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if _, err := tx.Exec(ctx, schemaVersionInsertSQL, namedArgs{"version": m.Version, "name": m.Name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spaced := "[ {\"type\" : \"tool_use\", \"id\":\"tu_1\"} ]\n"
+	for _, q := range []string{`
+		INSERT INTO runs (id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, status,
+			message_count, lease_owner, lease_expires, lease_epoch, created_at, updated_at, changed_at)
+		VALUES ('r1', 't1', 'u', '', 'a', 'v', 'hi', false, 'running', 2, 'w1', 9000000000000000000, 1, 1, 1, 1),
+			('r2', 't2', 'u', '', 'a', 'v', 'hi', false, 'done', 1, '', 0, 1, 1, 1, 1)`, `
+		INSERT INTO messages (tenant, run_id, seq, step, role, content, created_at) VALUES
+			('t1', 'r1', 0, 0, 'user', convert_to('[{"type":"text","text":"h\u00e9llo"}]', 'UTF8'), 3),
+			('t2', 'r2', 0, 0, 'user', convert_to('[]', 'UTF8'), 4),
+			('t1', 'r1', 1, 1, 'assistant', convert_to(` + quoteLiteral(spaced) + `, 'UTF8'), 5)`, `
+		INSERT INTO events (tenant, run_id, step, type, ts, data) VALUES
+			('t1', 'r1', 0, 'run_created', 6, convert_to('{"agent":"a"}', 'UTF8')),
+			('t2', 'r2', 0, 'run_created', 7, NULL),
+			('t1', 'r1', 1, 'model_call', 8, convert_to('[1]', 'UTF8'))`} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openTest(t, Config{Schema: schema})
+	var got []string
+	for _, id := range []string{"r1", "r2"} {
+		msgs, err := s.Messages(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			got = append(got, fmt.Sprintf("%s message %d step %d %s %q at %d", m.RunID, m.Seq, m.Step, m.Role, m.Content, m.CreatedAt.UnixNano()))
+		}
+		events, err := s.Events(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			got = append(got, fmt.Sprintf("%s event %d step %d %s %q at %d", e.RunID, e.Seq, e.Step, e.Type, e.Data, e.Time.UnixNano()))
+		}
+	}
+	want := []string{
+		`r1 message 0 step 0 user "[{\"type\":\"text\",\"text\":\"h\\u00e9llo\"}]" at 3`,
+		fmt.Sprintf("r1 message 1 step 1 assistant %q at 5", spaced),
+		`r1 event 1 step 0 run_created "{\"agent\":\"a\"}" at 6`,
+		`r1 event 2 step 1 model_call "[1]" at 8`,
+		`r2 message 0 step 0 user "[]" at 4`,
+		`r2 event 1 step 0 run_created "" at 7`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("after migration:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// The run goes on under its lease: its history is appended to, never
+	// over, and its next events follow the ones it had.
+	fence := store.Fence{RunID: "r1", Owner: "w1", Epoch: 1}
+	step := store.CheckpointParams{Fence: fence, Now: t0,
+		Run:      store.RunUpdate{Status: store.StatusRunning, Step: 2, Messages: 3, LeaseExpires: t0.Add(time.Hour)},
+		Messages: []store.Message{{Seq: 2, Step: 2, Role: "user", Content: []byte(`[]`), CreatedAt: t0}},
+		Events:   []store.Event{{Step: 2, Type: "checkpoint", Time: t0, Data: json.RawMessage(`{}`)}}}
+	if err := s.Checkpoint(ctx, step); err != nil {
+		t.Fatal(err)
+	}
+	over := step
+	over.Messages = []store.Message{{Seq: 1, Step: 2, Role: "user", Content: []byte(`"over"`), CreatedAt: t0}}
+	if err := s.Checkpoint(ctx, over); !errors.Is(err, store.ErrMessageExists) {
+		t.Errorf("a checkpoint over message 1 of the migrated run: %v, want ErrMessageExists", err)
+	}
+	events, err := s.Events(ctx, "r1")
+	if err != nil || len(events) != 3 || events[2].Seq != 3 || events[2].Type != "checkpoint" {
+		t.Errorf("events after a step of the migrated run: %+v, %v; want the checkpoint as event 3", events, err)
+	}
+	if msgs, err := s.Messages(ctx, "r1"); err != nil || len(msgs) != 3 || msgs[2].Seq != 2 {
+		t.Errorf("messages after a step of the migrated run: %+v, %v", msgs, err)
+	}
+}
+
+// quoteLiteral quotes s as a PostgreSQL string literal.
+func quoteLiteral(s string) string {
+	return "E'" + strings.NewReplacer(`\`, `\\`, "'", `\'`, "\n", `\n`).Replace(s) + "'"
 }

@@ -237,8 +237,9 @@ func collect[T any](out *[]T, scan func(sqlrow.Scanner) (T, error)) func(pgx.Row
 
 // SQLSTATEs the SQL raises on purpose (raise_if in migration 001).
 const (
-	codeLeaseLost = "BL001"
-	codeNotFound  = "BL002"
+	codeLeaseLost     = "BL001"
+	codeNotFound      = "BL002"
+	codeMessageExists = "BL003"
 )
 
 // storeError turns the errors the SQL raises on purpose into the store's.
@@ -252,10 +253,8 @@ func storeError(err error) error {
 		return store.ErrLeaseLost
 	case codeNotFound:
 		return fmt.Errorf("%s: %w", pe.Message, store.ErrNotFound)
-	case "23505": // unique_violation
-		if pe.ConstraintName == "messages_pkey" {
-			return fmt.Errorf("append messages: %w: %w", store.ErrMessageExists, err)
-		}
+	case codeMessageExists:
+		return fmt.Errorf("%s: %w", pe.Message, store.ErrMessageExists)
 	}
 	return err
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // tenantTables are the tables row-level security confines.
-var tenantTables = []string{"runs", "messages", "events", "effects", "outbox", "approvals", "kill_switches",
+var tenantTables = []string{"runs", "journal", "effects", "outbox", "approvals", "kill_switches",
 	"api_keys", "sessions", "webhooks", "deliveries"}
 
 // rlsFixture gives tenants a and b a run each with a row in every tenant
@@ -118,7 +118,8 @@ func TestRowLevelSecurity(t *testing.T) {
 	for _, q := range []string{
 		"INSERT INTO runs (id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, status, created_at, updated_at) " +
 			"VALUES ('intruder', 'b', '', '', 'x', '', '', false, 'queued', 0, 0)",
-		"INSERT INTO events (tenant, run_id, step, type, ts) VALUES ('b', 'run-b', 0, 'forged', 0)",
+		"INSERT INTO journal (tenant, run_id, step, at, first_message, messages, first_event, events, body) " +
+			"VALUES ('b', 'run-b', 0, 0, 0, 0, 1, 1, convert_to('{\"m\":[],\"e\":[{\"y\":\"forged\"}]}', 'UTF8'))",
 		"INSERT INTO kill_switches (tenant, engaged, reason, updated_at) VALUES ('', true, 'global', 0)",
 		"INSERT INTO api_keys (id, tenant, name, roles, secret_hash, created_at) VALUES ('forged', 'b', 'x', '{admin}', 'h', 0)",
 		"INSERT INTO webhooks (id, tenant, url, secret, kinds, created_at) VALUES ('forged', 'b', 'https://evil', 's', '{}', 0)",
@@ -139,7 +140,7 @@ func TestRowLevelSecurity(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pe *pgconn.PgError
-	if _, err := tx.Exec(ctx, "DELETE FROM messages"); !errors.As(err, &pe) || pe.Code != "42501" {
+	if _, err := tx.Exec(ctx, "DELETE FROM journal"); !errors.As(err, &pe) || pe.Code != "42501" {
 		t.Errorf("DELETE as the application role: %v, want permission denied (42501)", err)
 	}
 	if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT s"); err != nil {

@@ -172,7 +172,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 		"expires": sqlrow.Nanos(p.Now.Add(p.TTL)),
 		"limit":   p.Limit,
 		"agents":  append([]string{}, p.Agents...),
-	}).Query(collect(&runs, sqlrow.Run))
+	}).Query(collect(&runs, sqlrow.ClaimedRun))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	_ "embed"
 
@@ -13,84 +14,92 @@ import (
 )
 
 var (
-	//go:embed query/message_insert.sql
-	messageInsertSQL string
-	//go:embed query/message_list.sql
-	messageListSQL string
-	//go:embed query/event_insert.sql
-	eventInsertSQL string
-	//go:embed query/event_list.sql
-	eventListSQL string
+	//go:embed query/journal_append.sql
+	journalAppendSQL string
+	//go:embed query/journal_checkpoint.sql
+	journalCheckpointSQL string
+	//go:embed query/journal_messages.sql
+	journalMessagesSQL string
+	//go:embed query/journal_events.sql
+	journalEventsSQL string
+	//go:embed query/journal_after.sql
+	journalAfterSQL string
 )
 
 // Messages returns a run's messages in order.
 func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, error) {
-	ms, err := queryAll(ctx, s.pool, sqlrow.Message, messageListSQL, namedArgs{"run_id": runID})
+	rows, err := queryAll(ctx, s.pool, sqlrow.Journal, journalMessagesSQL, namedArgs{"run_id": runID})
 	if err != nil {
 		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
+	}
+	var ms []store.Message
+	for _, row := range rows {
+		part, err := sqlrow.JournalMessages(row)
+		if err != nil {
+			return nil, fmt.Errorf("messages of run %s: %w", runID, err)
+		}
+		ms = append(ms, part...)
 	}
 	return ms, nil
 }
 
 // Events returns a run's trace events in order.
 func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error) {
-	es, err := queryAll(ctx, s.pool, sqlrow.Event, eventListSQL, namedArgs{"run_id": runID})
+	rows, err := queryAll(ctx, s.pool, sqlrow.Journal, journalEventsSQL, namedArgs{"run_id": runID, "after": 0})
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
-	return es, nil
+	return sqlrow.JournalEventsOf(rows, func(string) int64 { return 0 }, -1)
 }
 
-// queueMessages appends messages to a run in one statement. A sequence
-// number the run already has fails: history is never rewritten.
-func queueMessages(b *pgx.Batch, runID string, ms []store.Message) {
-	if len(ms) == 0 {
-		return
+// EventsAfter returns up to p.Limit events of the runs p.Runs names, each
+// run's after its cursor, in one statement. Every write that appends to a
+// run's trace numbers its events under the run's row lock, so one run's
+// events commit in the order of their numbers.
+func (s *Store) EventsAfter(ctx context.Context, p store.EventsAfterParams) ([]store.Event, error) {
+	if len(p.Runs) == 0 || p.Limit <= 0 {
+		return nil, nil
 	}
-	var (
-		seq     = make([]int, len(ms))
-		step    = make([]int, len(ms))
-		role    = make([]string, len(ms))
-		content = make([][]byte, len(ms))
-		created = make([]int64, len(ms))
-	)
-	for i, m := range ms {
-		seq[i], step[i], role[i], created[i] = m.Seq, m.Step, m.Role, sqlrow.Nanos(m.CreatedAt)
-		content[i] = m.Content
-		if content[i] == nil {
-			content[i] = []byte{}
-		}
+	ids := make([]string, len(p.Runs))
+	afters := make([]int64, len(p.Runs))
+	for i, c := range p.Runs {
+		ids[i], afters[i] = c.RunID, c.After
 	}
-	b.Queue(messageInsertSQL, namedArgs{
-		"run_id":     runID,
-		"seq":        seq,
-		"step":       step,
-		"role":       role,
-		"content":    content,
-		"created_at": created,
-	})
+	rows, err := queryAll(ctx, s.pool, sqlrow.Journal, journalAfterSQL,
+		namedArgs{"run_ids": ids, "afters": afters, "limit": p.Limit})
+	if err != nil {
+		return nil, fmt.Errorf("events of %d runs after their cursors: %w", len(p.Runs), err)
+	}
+	return sqlrow.JournalEventsOf(rows, sqlrow.Cursors(p.Runs), p.Limit)
 }
 
-// queueEvents appends events to a run's trace in one statement; the table
-// assigns their Seq, in the order given.
+// journalArgs are the arguments of a journal row's insert.
+func journalArgs(runID string, j sqlrow.JournalEntry) namedArgs {
+	return namedArgs{
+		"run_id":        runID,
+		"step":          j.Step,
+		"at":            j.At,
+		"first_message": j.MessageColumn(),
+		"messages":      j.Messages,
+		"events":        j.Events,
+		"body":          j.Body,
+	}
+}
+
+// queueEvents appends events to a run's trace outside a checkpoint, in one
+// statement that numbers them after every event the run has.
 func queueEvents(b *pgx.Batch, runID string, es []store.Event) {
 	if len(es) == 0 {
 		return
 	}
-	var (
-		step = make([]int, len(es))
-		typ  = make([]string, len(es))
-		ts   = make([]int64, len(es))
-		data = make([][]byte, len(es))
-	)
-	for i, e := range es {
-		step[i], typ[i], ts[i], data[i] = e.Step, e.Type, sqlrow.Nanos(e.Time), e.Data
+	b.Queue(journalAppendSQL, journalArgs(runID, sqlrow.NewJournalEntry(time.Time{}, nil, es)))
+}
+
+// queueCheckpointJournal appends a checkpoint's journal row, after its
+// fenced update has counted the row's events.
+func queueCheckpointJournal(b *pgx.Batch, runID string, j sqlrow.JournalEntry) {
+	if j.Empty() {
+		return
 	}
-	b.Queue(eventInsertSQL, namedArgs{
-		"run_id": runID,
-		"step":   step,
-		"type":   typ,
-		"ts":     ts,
-		"data":   data,
-	})
+	b.Queue(journalCheckpointSQL, journalArgs(runID, j))
 }

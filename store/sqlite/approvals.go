@@ -93,6 +93,7 @@ func (s *Store) GetApproval(ctx context.Context, tenant, id string) (store.Appro
 // it is pending any more.
 func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store.Approval, error) {
 	var decided store.Approval
+	trace := eventsEntry(p.Now, p.Events)
 	err := s.writer.do(ctx, eventBytes(p.Events)+int64(len(p.EditedArgs)), func(ctx context.Context, tx *writeTx) error {
 		cur, err := sqlrow.Approval(tx.QueryRowContext(ctx, approvalGetSQL, sql.Named("id", p.ID), sql.Named("tenant", p.Tenant)))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -104,7 +105,7 @@ func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store
 		if err := p.Check(cur); err != nil {
 			return err
 		}
-		decided, err = decide(ctx, tx, p)
+		decided, err = decide(ctx, tx, p, trace)
 		return err
 	})
 	if err != nil {
@@ -113,7 +114,8 @@ func (s *Store) DecideApproval(ctx context.Context, p store.DecideParams) (store
 	return decided, nil
 }
 
-func decide(ctx context.Context, tx *writeTx, p store.DecideParams) (store.Approval, error) {
+// decide records a decision and its events (trace, encoded from p.Events).
+func decide(ctx context.Context, tx *writeTx, p store.DecideParams, trace sqlrow.JournalEntry) (store.Approval, error) {
 	var edited any
 	if p.EditedArgs != nil {
 		edited = []byte(p.EditedArgs)
@@ -141,7 +143,7 @@ func decide(ctx context.Context, tx *writeTx, p store.DecideParams) (store.Appro
 	if err := raiseWakeupIf(ctx, tx, res); err != nil {
 		return store.Approval{}, err
 	}
-	return a, insertEvents(ctx, tx, a.RunID, p.Events)
+	return a, appendEvents(ctx, tx, a.RunID, trace)
 }
 
 // ExpireDueApprovals expires up to 100 pending approvals past their expiry,
@@ -156,7 +158,7 @@ func (s *Store) ExpireDueApprovals(ctx context.Context, p store.ExpireApprovalsP
 		}
 		for _, a := range due {
 			d := store.ExpiryDecision(a, p.Now)
-			decided, err := decide(ctx, tx, d)
+			decided, err := decide(ctx, tx, d, eventsEntry(p.Now, d.Events))
 			if err != nil {
 				return err
 			}

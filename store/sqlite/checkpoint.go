@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	_ "embed"
@@ -30,15 +31,19 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 	if p.Run.KeepLease {
 		query = runCheckpointKeepSQL
 	}
+	journal := sqlrow.NewJournalEntry(p.Now, p.Messages, p.Events)
 	err := s.writer.do(ctx, checkpointBytes(p), func(ctx context.Context, tx *writeTx) error {
 		u := p.Run
-		res, err := tx.ExecContext(ctx, query,
+		var ref, events int64
+		err := tx.QueryRowContext(ctx, query,
 			sql.Named("id", p.Fence.RunID),
 			sql.Named("owner", p.Fence.Owner),
 			sql.Named("epoch", p.Fence.Epoch),
 			sql.Named("status", string(u.Status)),
 			sql.Named("step", u.Step),
 			sql.Named("message_count", u.Messages),
+			sql.Named("first_message", journal.FirstMessage),
+			sql.Named("events", journal.Events),
 			sql.Named("input_tokens", u.InputTokens),
 			sql.Named("output_tokens", u.OutputTokens),
 			sql.Named("model_calls", u.ModelCalls),
@@ -52,17 +57,14 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 			sql.Named("escalation", []byte(u.Escalation)),
 			sql.Named("lease_expires", sqlrow.Nanos(u.LeaseExpires)),
 			sql.Named("now", sqlrow.Nanos(p.Now)),
-		)
+		).Scan(&ref, &events)
+		if errors.Is(err, sql.ErrNoRows) {
+			return whyRefused(ctx, tx, p.Fence, journal.FirstMessage)
+		}
 		if err != nil {
 			return err
 		}
-		if err := mustAffect(res); err != nil {
-			return err
-		}
-		if err := insertMessages(ctx, tx, p.Fence.RunID, p.Messages); err != nil {
-			return err
-		}
-		if err := insertEvents(ctx, tx, p.Fence.RunID, p.Events); err != nil {
+		if err := insertJournal(ctx, tx, ref, events, journal); err != nil {
 			return err
 		}
 		if err := settleEffects(ctx, tx, p.Now, p.Effects); err != nil {
@@ -82,6 +84,24 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 		return fmt.Errorf("checkpoint run %s: %w", p.Fence.RunID, err)
 	}
 	return nil
+}
+
+// whyRefused says why a checkpoint's update matched no row: the lease was
+// lost (or the run ended), or the lease holds and the checkpoint appends a
+// message the run has already.
+func whyRefused(ctx context.Context, tx *writeTx, f store.Fence, firstMessage int) error {
+	if firstMessage >= 0 {
+		var held int
+		if err := tx.QueryRowContext(ctx, runFencedSQL,
+			sql.Named("id", f.RunID), sql.Named("owner", f.Owner), sql.Named("epoch", f.Epoch),
+		).Scan(&held); err != nil {
+			return err
+		}
+		if held > 0 {
+			return fmt.Errorf("append message %d: %w", firstMessage, store.ErrMessageExists)
+		}
+	}
+	return store.ErrLeaseLost
 }
 
 func checkpointBytes(p store.CheckpointParams) int64 {

@@ -153,12 +153,12 @@ func TestDamagedPageStopsWrites(t *testing.T) {
 // writes that follow touch only sound pages.
 func TestDamageFoundByReadStopsWrites(t *testing.T) {
 	t.Parallel()
-	s, path := damagedStore(t, "events")
+	s, path := damagedStore(t, "journal")
 	ctx := t.Context()
 	before := fileDigest(t, path)
 
 	_, err := s.Events(ctx, "run-00007")
-	checkCorrupt(t, "Events on a damaged events table", err)
+	checkCorrupt(t, "Events on a damaged journal", err)
 	checkCorrupt(t, "Health after the read that met the damage", health(t, s))
 	for name, write := range otherWrites(s) {
 		checkCorrupt(t, name+" after a read found the damage", write(ctx))

@@ -46,6 +46,7 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 		existed bool
 	)
 	bytes := int64(len(in.Args)+len(in.Result)) + eventBytes(p.Events)
+	trace := eventsEntry(p.Now, p.Events)
 	err := s.writer.do(ctx, bytes, func(ctx context.Context, tx *writeTx) error {
 		// A batch the writer runs again runs this again: what the first
 		// run found may have changed.
@@ -92,7 +93,7 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 		if err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, p.Fence.RunID, p.Events)
+		return appendEvents(ctx, tx, p.Fence.RunID, trace)
 	})
 	if err != nil {
 		return store.Effect{}, false, fmt.Errorf("begin effect %s: %w", in.Key, err)
@@ -104,6 +105,7 @@ func (s *Store) BeginEffect(ctx context.Context, p store.BeginEffectParams) (sto
 // known, under the run's lease.
 func (s *Store) StartAttempt(ctx context.Context, p store.StartAttemptParams) (store.Effect, error) {
 	var effect store.Effect
+	trace := eventsEntry(p.Now, p.Events)
 	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
 		if err := fenceCall(ctx, tx, p.Fence, p.LeaseExpires); err != nil {
 			return err
@@ -122,7 +124,7 @@ func (s *Store) StartAttempt(ctx context.Context, p store.StartAttemptParams) (s
 		if err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, p.Fence.RunID, p.Events)
+		return appendEvents(ctx, tx, p.Fence.RunID, trace)
 	})
 	if err != nil {
 		return store.Effect{}, fmt.Errorf("start attempt %s: %w", p.Key, err)

@@ -58,6 +58,7 @@ func (s *Store) Outbox(ctx context.Context, runID string) ([]store.OutboxMessage
 // ResumeRun queues a run that waits for a person.
 func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.Run, error) {
 	var run store.Run
+	trace := eventsEntry(p.Now, p.Events)
 	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
 		cur, err := sqlrow.Run(tx.QueryRowContext(ctx, runGetSQL, sql.Named("id", p.RunID), sql.Named("tenant", p.Tenant)))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -93,7 +94,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 		if err := raiseWakeup(ctx, tx); err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, p.RunID, p.Events)
+		return appendEvents(ctx, tx, p.RunID, trace)
 	})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("resume run %s: %w", p.RunID, err)
@@ -106,6 +107,7 @@ func (s *Store) ResumeRun(ctx context.Context, p store.ResumeRunParams) (store.R
 // next write refused.
 func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.Run, error) {
 	var run store.Run
+	trace := eventsEntry(p.Now, p.Events)
 	err := s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
 		cur, err := sqlrow.Run(tx.QueryRowContext(ctx, runGetSQL, sql.Named("id", p.RunID), sql.Named("tenant", p.Tenant)))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -136,7 +138,7 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 		if err := insertOutbox(ctx, tx, p.RunID, p.Now, p.Outbox); err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, p.RunID, p.Events)
+		return appendEvents(ctx, tx, p.RunID, trace)
 	})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("cancel run %s: %w", p.RunID, err)

@@ -52,6 +52,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		run     store.Run
 		created bool
 	)
+	trace := eventsEntry(p.Now, p.Events)
 	err = s.writer.do(ctx, eventBytes(p.Events), func(ctx context.Context, tx *writeTx) error {
 		if p.ClientRequestID != "" {
 			r, err := sqlrow.Run(tx.QueryRowContext(ctx, runGetByRequestSQL,
@@ -84,7 +85,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		if err != nil {
 			return err
 		}
-		if err := insertEvents(ctx, tx, r.ID, p.Events); err != nil {
+		if err := appendEvents(ctx, tx, r.ID, trace); err != nil {
 			return err
 		}
 		if err := raiseWakeup(ctx, tx); err != nil {
@@ -174,20 +175,20 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 		if err != nil {
 			return err
 		}
-		var ids []string
+		var ids, owners []string
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var id, owner string
+			if err := rows.Scan(&id, &owner); err != nil {
 				rows.Close()
 				return err
 			}
-			ids = append(ids, id)
+			ids, owners = append(ids, id), append(owners, owner)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
 		}
 		runs = make([]store.Run, 0, len(ids))
-		for _, id := range ids {
+		for i, id := range ids {
 			r, err := sqlrow.Run(tx.QueryRowContext(ctx, runClaimSQL,
 				sql.Named("id", id),
 				sql.Named("owner", p.Owner),
@@ -197,6 +198,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 			if err != nil {
 				return err
 			}
+			r.TakenFrom = owners[i]
 			runs = append(runs, r)
 		}
 		return nil

@@ -3,91 +3,125 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"time"
 
 	_ "embed"
-
-	sqlitedriver "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 var (
-	//go:embed query/message_insert.sql
-	messageInsertSQL string
-	//go:embed query/message_list.sql
-	messageListSQL string
-	//go:embed query/event_insert.sql
-	eventInsertSQL string
-	//go:embed query/event_list.sql
-	eventListSQL string
+	//go:embed query/journal_insert.sql
+	journalInsertSQL string
+	//go:embed query/journal_messages.sql
+	journalMessagesSQL string
+	//go:embed query/journal_events.sql
+	journalEventsSQL string
+	//go:embed query/run_trace_grow.sql
+	runTraceGrowSQL string
+	//go:embed query/journal_after.sql
+	journalAfterSQL string
 )
 
 // Messages returns a run's messages in order.
 func (s *Store) Messages(ctx context.Context, runID string) ([]store.Message, error) {
-	ms, err := readAll(ctx, s.read, sqlrow.Message, messageListSQL, sql.Named("run_id", runID))
+	rows, err := readAll(ctx, s.read, sqlrow.Journal, journalMessagesSQL, sql.Named("run_id", runID))
 	if err != nil {
 		return nil, fmt.Errorf("messages of run %s: %w", runID, err)
+	}
+	var ms []store.Message
+	for _, row := range rows {
+		part, err := sqlrow.JournalMessages(row)
+		if err != nil {
+			return nil, fmt.Errorf("messages of run %s: %w", runID, err)
+		}
+		ms = append(ms, part...)
 	}
 	return ms, nil
 }
 
 // Events returns a run's trace events in order.
 func (s *Store) Events(ctx context.Context, runID string) ([]store.Event, error) {
-	es, err := readAll(ctx, s.read, sqlrow.Event, eventListSQL, sql.Named("run_id", runID))
+	rows, err := readAll(ctx, s.read, sqlrow.Journal, journalEventsSQL, sql.Named("run_id", runID), sql.Named("after", 0))
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
 	}
-	return es, nil
+	return sqlrow.JournalEventsOf(rows, func(string) int64 { return 0 }, -1)
 }
 
-// insertMessages appends messages to a run, up to rowsPerInsert in one
-// statement. A sequence number the run already has fails: history is never
-// rewritten.
-func insertMessages(ctx context.Context, tx *writeTx, runID string, ms []store.Message) error {
-	for chunk := range slices.Chunk(ms, rowsPerInsert) {
-		args := make([]any, 0, 6*len(chunk))
-		for _, m := range chunk {
-			content := m.Content
-			if content == nil {
-				content = []byte{}
-			}
-			args = append(args, runID, m.Seq, m.Step, m.Role, content, sqlrow.Nanos(m.CreatedAt))
-		}
-		_, err := tx.ExecContext(ctx, messageInserts[len(chunk)-1], args...)
-		first, last := chunk[0].Seq, chunk[len(chunk)-1].Seq
-		if isPrimaryKeyConflict(err) {
-			return fmt.Errorf("append messages %d to %d: %w: %w", first, last, store.ErrMessageExists, err)
-		}
-		if err != nil {
-			return fmt.Errorf("append messages %d to %d: %w", first, last, err)
-		}
+// EventsAfter returns up to p.Limit events of the runs p.Runs names, each
+// run's after its cursor, in one statement: the cursors go to SQLite as one
+// JSON array. The store's one writer commits each run's events in order.
+func (s *Store) EventsAfter(ctx context.Context, p store.EventsAfterParams) ([]store.Event, error) {
+	if len(p.Runs) == 0 || p.Limit <= 0 {
+		return nil, nil
+	}
+	type cursor struct {
+		Run   string `json:"run"`
+		After int64  `json:"after"`
+	}
+	cs := make([]cursor, len(p.Runs))
+	for i, c := range p.Runs {
+		cs[i] = cursor{Run: c.RunID, After: c.After}
+	}
+	runs, err := json.Marshal(cs)
+	if err != nil {
+		return nil, fmt.Errorf("events after: %w", err)
+	}
+	rows, err := readAll(ctx, s.read, sqlrow.Journal, journalAfterSQL, sql.Named("runs", string(runs)), sql.Named("limit", p.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("events of %d runs after their cursors: %w", len(p.Runs), err)
+	}
+	return sqlrow.JournalEventsOf(rows, sqlrow.Cursors(p.Runs), p.Limit)
+}
+
+// insertJournal writes j as a row of the journal of the run ref, whose
+// event count, with j's events counted, is eventCount.
+func insertJournal(ctx context.Context, tx *writeTx, ref, eventCount int64, j sqlrow.JournalEntry) error {
+	if j.Empty() {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, journalInsertSQL,
+		sql.Named("ref", ref),
+		sql.Named("step", j.Step),
+		sql.Named("at", j.At),
+		sql.Named("first_message", j.MessageColumn()),
+		sql.Named("messages", j.Messages),
+		sql.Named("first_event", eventCount-int64(j.Events)+1),
+		sql.Named("events", j.Events),
+		sql.Named("body", j.Body),
+	)
+	if err != nil {
+		return fmt.Errorf("append to the journal: %w", err)
 	}
 	return nil
 }
 
-// insertEvents appends events to a run's trace, up to rowsPerInsert in one
-// statement; the table assigns their Seq in order.
-func insertEvents(ctx context.Context, tx *writeTx, runID string, es []store.Event) error {
-	for chunk := range slices.Chunk(es, rowsPerInsert) {
-		args := make([]any, 0, 5*len(chunk))
-		for _, e := range chunk {
-			args = append(args, runID, e.Step, e.Type, sqlrow.Nanos(e.Time), []byte(e.Data))
-		}
-		if _, err := tx.ExecContext(ctx, eventInserts[len(chunk)-1], args...); err != nil {
-			return fmt.Errorf("append events %s to %s: %w", chunk[0].Type, chunk[len(chunk)-1].Type, err)
-		}
+// appendEvents appends events to a run's trace outside a checkpoint. The
+// run's event count is raised in the same transaction, so that the events
+// are numbered after every event the run has.
+func appendEvents(ctx context.Context, tx *writeTx, runID string, j sqlrow.JournalEntry) error {
+	if j.Empty() {
+		return nil
 	}
-	return nil
+	var ref, count int64
+	err := tx.QueryRowContext(ctx, runTraceGrowSQL, sql.Named("id", runID), sql.Named("events", j.Events)).Scan(&ref, &count)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("append events to run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("append events to run %s: %w", runID, err)
+	}
+	return insertJournal(ctx, tx, ref, count, j)
 }
 
-func isPrimaryKeyConflict(err error) bool {
-	var e *sqlitedriver.Error
-	return errors.As(err, &e) && e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+// eventsEntry is the journal entry of events written outside a checkpoint.
+func eventsEntry(now time.Time, es []store.Event) sqlrow.JournalEntry {
+	return sqlrow.NewJournalEntry(now, nil, es)
 }
 
 func eventBytes(es []store.Event) int64 {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -333,14 +332,15 @@ func (w *writer) closeDB() error {
 }
 
 // writeQueries are prepared once on the writer's connection.
-var writeQueries = slices.Concat(eventInserts, messageInserts, []string{
+var writeQueries = []string{
+	journalInsertSQL, runTraceGrowSQL,
 	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL, dataVersionSQL, userVersionSQL,
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
 	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL, runFenceRenewSQL, runWakeDecidedSQL,
 	effectGetSQL, effectInsertSQL, effectAttemptSQL, effectEndCallSQL, effectRestartSQL, effectSettleSQL,
 	outboxInsertSQL,
 	deliveryFanOutSQL, outboxDispatchSQL, deliveryDueSQL, deliveryLeaseSQL, deliverySettleSQL,
-})
+}
 
 // writeTx is the batch's transaction as a request sees it. Its statements
 // run prepared: parsing a statement costs more than running it.

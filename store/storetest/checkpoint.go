@@ -324,6 +324,15 @@ func testEventsOrdered(t *testing.T, s store.Store) {
 		ev(a.ID, 2, "model_call"), ev(a.ID, 2, "done"),
 	})
 	checkEvents(t, "events of b", events(t, s, b.ID), []store.Event{ev(b.ID, 0, "created"), ev(b.ID, 1, "other")})
+	// A run's events are numbered from 1, in the order they were written,
+	// whatever other runs write meanwhile.
+	for _, id := range []string{a.ID, b.ID} {
+		for i, e := range events(t, s, id) {
+			if e.Seq != int64(i+1) {
+				t.Errorf("event %d of %s: Seq %d, want %d", i, id, e.Seq, i+1)
+			}
+		}
+	}
 }
 
 // testLongCheckpoint writes more messages and events in one checkpoint than

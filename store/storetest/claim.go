@@ -332,3 +332,40 @@ func testLeasedRuns(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testClaimTakenFrom: a claim says whose lease it replaced when that owner
+// never let go of it (a takeover), and nothing when the run was queued,
+// released, or due by its timer.
+func testClaimTakenFrom(t *testing.T, s store.Store) {
+	r := newRun(t, s, store.CreateRunParams{})
+	first := claimRun(t, s, r.ID, "w1", t0, time.Minute)
+	if first.TakenFrom != "" {
+		t.Errorf("queued run claimed: TakenFrom %q, want none", first.TakenFrom)
+	}
+
+	// w1's lease runs out while it holds the run: w2 takes it from w1.
+	taken := claimRun(t, s, r.ID, "w2", t0.Add(time.Minute), time.Minute)
+	if taken.TakenFrom != "w1" {
+		t.Errorf("run claimed on w1's expired lease: TakenFrom %q, want w1", taken.TakenFrom)
+	}
+	if got := getRun(t, s, r.ID).TakenFrom; got != "" {
+		t.Errorf("GetRun: TakenFrom %q; it is the claim's, not stored", got)
+	}
+
+	// w2 lets go of the run as it is (a shutdown): w3 takes it from nobody.
+	u := update(taken)
+	u.LeaseExpires = time.Time{}
+	checkpoint(t, s, store.CheckpointParams{Fence: fence(taken), Now: t0.Add(time.Minute), Run: u})
+	released := claimRun(t, s, r.ID, "w3", t0.Add(2*time.Minute), time.Minute)
+	if released.TakenFrom != "" {
+		t.Errorf("released run claimed: TakenFrom %q, want none", released.TakenFrom)
+	}
+
+	// Paused until a time, then due: nobody's lease is taken.
+	resume := t0.Add(10 * time.Minute)
+	park(t, s, released, store.StatusPaused, resume)
+	due := claimRun(t, s, r.ID, "w4", resume, time.Minute)
+	if due.TakenFrom != "" {
+		t.Errorf("paused run claimed when due: TakenFrom %q, want none", due.TakenFrom)
+	}
+}

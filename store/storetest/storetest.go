@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimNeverWaitingOrTerminal", testClaimNeverWaitingOrTerminal},
 		{"ClaimLimitAndOrder", testClaimLimitAndOrder},
 		{"ClaimConcurrent", testClaimConcurrent},
+		{"ClaimTakenFrom", testClaimTakenFrom},
 		{"TakeOver", testTakeOver},
 		{"LeasedRuns", testLeasedRuns},
 		{"RenewLease", testRenewLease},
@@ -45,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"MessagesAppendOnly", testMessagesAppendOnly},
 		{"MessageBytes", testMessageBytes},
 		{"EventsOrdered", testEventsOrdered},
+		{"EventsAfter", testEventsAfter},
 		{"LongCheckpoint", testLongCheckpoint},
 		{"BeginEffect", testBeginEffect},
 		{"BeginEffectTenantScope", testBeginEffectTenantScope},
@@ -319,8 +321,8 @@ func checkMessages(t *testing.T, what string, got, want []store.Message) {
 	d.report(t, what)
 }
 
-// checkEvents compares events except Seq, which the store assigns; Seq must
-// grow strictly.
+// checkEvents compares events except Seq, which the store assigns; each
+// run's Seq must grow strictly.
 func checkEvents(t *testing.T, what string, got, want []store.Event) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -328,6 +330,7 @@ func checkEvents(t *testing.T, what string, got, want []store.Event) {
 		return
 	}
 	var d diff
+	last := map[string]int64{}
 	for i := range got {
 		g, w := got[i], want[i]
 		p := fmt.Sprintf("event %d ", i)
@@ -336,9 +339,10 @@ func checkEvents(t *testing.T, what string, got, want []store.Event) {
 		d.eq(p+"Type", g.Type, w.Type)
 		d.eq(p+"Time", g.Time, w.Time)
 		d.eq(p+"Data", g.Data, w.Data)
-		if i > 0 && g.Seq <= got[i-1].Seq {
-			d = append(d, fmt.Sprintf("%sSeq %d after %d: want increasing", p, g.Seq, got[i-1].Seq))
+		if prev, ok := last[g.RunID]; ok && g.Seq <= prev {
+			d = append(d, fmt.Sprintf("%sSeq %d after %d of its run: want increasing", p, g.Seq, prev))
 		}
+		last[g.RunID] = g.Seq
 	}
 	d.report(t, what)
 }

@@ -32,7 +32,11 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         var main = doc.getElementById("main");
         if (!main) return;
+        // What the person opened (an event's details, the raw packet, a
+        // form) stays open in the new content.
+        var open = Array.prototype.map.call(document.querySelectorAll("#main details[open][id]"), function (d) { return d.id; });
         document.getElementById("main").innerHTML = main.innerHTML;
+        open.forEach(function (id) { var d = document.getElementById(id); if (d) d.open = true; });
         var header = doc.querySelector("header.top");
         if (header) document.querySelector("header.top").innerHTML = header.innerHTML;
         version = doc.body.dataset.version || next;

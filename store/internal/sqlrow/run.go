@@ -52,6 +52,17 @@ func decodeRun(r *store.Run, x *runRaw) (err error) {
 	return err
 }
 
+// ClaimedRun reads the columns of a "-- columns: claimed_run" query: a
+// run's, then the owner the claim took it from (Run.TakenFrom).
+func ClaimedRun(row Scanner) (store.Run, error) {
+	return scanRow(row, new(runRaw), claimedRunColumns, decodeRun)
+}
+
+func claimedRunColumns(r *store.Run, x *runRaw, c *columns) {
+	runColumns(r, x, c)
+	c.add("taken_from", &r.TakenFrom)
+}
+
 // Run reads the columns of a "-- columns: run" query.
 func Run(row Scanner) (store.Run, error) {
 	return scanRow(row, new(runRaw), runColumns, decodeRun)

@@ -127,11 +127,11 @@ func namesOf[T, R any](layout func(*T, *R, *columns), x *R) []string {
 // each as the names of its columns.
 var layouts = map[string]func() []string{
 	"run":             func() []string { return namesOf(runColumns, new(runRaw)) },
+	"claimed_run":     func() []string { return namesOf(claimedRunColumns, new(runRaw)) },
 	"approval":        func() []string { return namesOf(approvalColumns, new(approvalRaw)) },
 	"effect":          func() []string { return namesOf(effectColumns, new(effectRaw)) },
 	"customer_effect": func() []string { return namesOf(customerEffectColumns, new(customerEffectRaw)) },
-	"event":           func() []string { return namesOf(eventColumns, new(eventRaw)) },
-	"message":         func() []string { return namesOf(messageColumns, new(messageRaw)) },
+	"journal":         func() []string { return namesOf(journalColumns, new(struct{})) },
 	"outbox":          func() []string { return namesOf(outboxColumns, new(outboxRaw)) },
 	"delivery":        func() []string { return namesOf(deliveryColumns, new(deliveryRaw)) },
 	"api_key":         func() []string { return namesOf(apiKeyColumns, &apiKeyRaw{roles: noList{}}) },

@@ -105,8 +105,8 @@ func TestLayouts(t *testing.T) {
 		"approval":        destsOf(approvalColumns, new(approvalRaw)),
 		"effect":          destsOf(effectColumns, new(effectRaw)),
 		"customer_effect": destsOf(customerEffectColumns, new(customerEffectRaw)),
-		"event":           destsOf(eventColumns, new(eventRaw)),
-		"message":         destsOf(messageColumns, new(messageRaw)),
+		"claimed_run":     destsOf(claimedRunColumns, new(runRaw)),
+		"journal":         destsOf(journalColumns, new(struct{})),
 		"outbox":          destsOf(outboxColumns, new(outboxRaw)),
 		"delivery":        destsOf(deliveryColumns, new(deliveryRaw)),
 		"api_key":         destsOf(apiKeyColumns, &apiKeyRaw{roles: noList{}}),
@@ -230,23 +230,26 @@ func checkEffect(t *testing.T, rowType string, e store.Effect) {
 	}
 }
 
-func TestTrace(t *testing.T) {
-	e, err := Event(rowOf(t, "event"))
+func TestClaimedRun(t *testing.T) {
+	r, err := ClaimedRun(rowOf(t, "claimed_run"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkStrings(t, e, map[string]string{"RunID": "run_id", "Type": "type"})
-	if e.Seq != 1 || e.Step != 3 || e.Time != at(t, "event", "ts") || !strings.Contains(string(e.Data), `"data"`) {
-		t.Errorf("event: %+v", e)
+	checkStrings(t, r, map[string]string{"ID": "id", "LeaseOwner": "lease_owner", "TakenFrom": "taken_from"})
+	if r.Step != 11 || r.LeaseEpoch != 21 {
+		t.Errorf("numbers: %+v", r)
 	}
+}
 
-	m, err := Message(rowOf(t, "message"))
+func TestJournalRow(t *testing.T) {
+	j, err := Journal(rowOf(t, "journal"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkStrings(t, m, map[string]string{"RunID": "run_id", "Role": "role"})
-	if m.Seq != 2 || m.Step != 3 || m.CreatedAt != at(t, "message", "created_at") || !strings.Contains(string(m.Content), `"content"`) {
-		t.Errorf("message: %+v", m)
+	checkStrings(t, j, map[string]string{"RunID": "run_id"})
+	if j.Step != 2 || j.At != 3 || j.FirstMessage != 4 || j.Messages != 5 || j.FirstEvent != 6 || j.Events != 7 ||
+		!strings.Contains(string(j.Body), `"body"`) {
+		t.Errorf("journal row: %+v", j)
 	}
 }
 
@@ -321,8 +324,8 @@ func TestScanErrors(t *testing.T) {
 		"approval":        func(r Scanner) error { _, err := Approval(r); return err },
 		"effect":          func(r Scanner) error { _, err := Effect(r); return err },
 		"customer_effect": func(r Scanner) error { _, err := CustomerEffect(r); return err },
-		"event":           func(r Scanner) error { _, err := Event(r); return err },
-		"message":         func(r Scanner) error { _, err := Message(r); return err },
+		"claimed_run":     func(r Scanner) error { _, err := ClaimedRun(r); return err },
+		"journal":         func(r Scanner) error { _, err := Journal(r); return err },
 		"outbox":          func(r Scanner) error { _, err := Outbox(r); return err },
 		"delivery":        func(r Scanner) error { _, err := Delivery(r); return err },
 		"api_key":         func(r Scanner) error { _, err := APIKey(r, new(list)); return err },

@@ -1,11 +1,13 @@
--- columns: run
+-- columns: claimed_run
 -- Due runs, oldest change of status or lease first: queued runs, running
 -- runs whose lease has expired, paused runs whose resume_after has passed. A
 -- waiting_approval run and a paused run without resume_after wait for a
 -- person, never for the clock. Rows another claim holds are skipped, not
 -- waited for, so claims running at once take disjoint runs.
 WITH due AS MATERIALIZED (
-    SELECT id, changed_at
+    -- lease_owner is the owner an expired lease is taken from; a queued or
+    -- paused run has none, as a run lets go of its lease when it stops.
+    SELECT id, changed_at, lease_owner AS taken_from
     FROM runs
     WHERE status IN ('queued', 'running', 'paused')
         AND (status = 'queued'
@@ -32,11 +34,11 @@ WITH due AS MATERIALIZED (
         changed_at = @now
     FROM due
     WHERE runs.id = due.id
-    RETURNING due.changed_at AS due_at, runs.*
+    RETURNING due.changed_at AS due_at, due.taken_from, runs.*
 )
 SELECT id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
     status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,
     plan, guard, lease_owner, lease_expires, lease_epoch, resume_after,
-    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at, sensitive
+    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at, sensitive, taken_from
 FROM claimed
 ORDER BY due_at, id;

@@ -29,10 +29,8 @@ WITH candidates AS MATERIALIZED (
     WHERE (SELECT count(*) FROM undispatched u WHERE u.tenant = r.tenant AND u.run_id = r.id)
         = (SELECT count(*) FROM taken t WHERE t.tenant = r.tenant AND t.run_id = r.id)
     FOR UPDATE OF r SKIP LOCKED
-), messages_gone AS (
-    DELETE FROM messages x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
-), events_gone AS (
-    DELETE FROM events x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
+), journal_gone AS (
+    DELETE FROM journal x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), effects_gone AS (
     DELETE FROM effects x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), approvals_gone AS (

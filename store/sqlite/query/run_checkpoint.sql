@@ -19,6 +19,10 @@ SET status = @status,
     lease_owner = CASE WHEN @lease_expires = 0 THEN '' ELSE lease_owner END,
     lease_expires = @lease_expires,
     ended_at = CASE WHEN @status IN ('done', 'failed', 'escalated', 'canceled') THEN @now ELSE ended_at END,
+    event_count = event_count + @events,
     updated_at = @now
 WHERE id = @id AND lease_owner = @owner AND lease_owner <> '' AND lease_epoch = @epoch
-    AND status NOT IN ('done', 'failed', 'escalated', 'canceled');
+    AND status NOT IN ('done', 'failed', 'escalated', 'canceled')
+    -- Messages are appended after the run's last one, never over it.
+    AND (@first_message < 0 OR message_count <= @first_message)
+RETURNING ref, event_count;

@@ -13,6 +13,10 @@ SET step = @step,
     stop_detail = @stop_detail,
     final = @final,
     escalation = @escalation,
+    event_count = event_count + @events,
     updated_at = @now
 WHERE id = @id AND lease_owner = @owner AND lease_owner <> '' AND lease_epoch = @epoch
-    AND status = 'running';
+    AND status = 'running'
+    -- Messages are appended after the run's last one, never over it.
+    AND (@first_message < 0 OR message_count <= @first_message)
+RETURNING ref, event_count;

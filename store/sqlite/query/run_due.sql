@@ -5,9 +5,11 @@
 -- to the limit, so a claim costs the runs it takes, not all that wait. A kill
 -- switch stops new work for its tenant, or everyone's. @agents, a JSON
 -- array, limits the claim to runs of those agents; '' claims any.
-SELECT id
+-- lease_owner is the owner an expired lease is taken from; a queued or
+-- paused run has none, as a run lets go of its lease when it stops.
+SELECT id, lease_owner
 FROM (
-    SELECT id, updated_at FROM (
+    SELECT id, '' AS lease_owner, updated_at FROM (
         -- Without statistics the planner would pick the status index and
         -- sort.
         SELECT id, updated_at FROM runs INDEXED BY runs_queued
@@ -18,8 +20,8 @@ FROM (
         ORDER BY updated_at, id
         LIMIT @limit)
     UNION ALL
-    SELECT id, updated_at FROM (
-        SELECT id, updated_at FROM runs
+    SELECT id, lease_owner, updated_at FROM (
+        SELECT id, lease_owner, updated_at FROM runs
         WHERE status = 'running' AND lease_expires <= @now
             AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))
             AND NOT EXISTS (SELECT 1 FROM kill_switches k
@@ -27,7 +29,7 @@ FROM (
         ORDER BY lease_expires
         LIMIT @limit)
     UNION ALL
-    SELECT id, updated_at FROM (
+    SELECT id, '' AS lease_owner, updated_at FROM (
         SELECT id, updated_at FROM runs
         WHERE status = 'paused' AND resume_after <> 0 AND resume_after <= @now
             AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))

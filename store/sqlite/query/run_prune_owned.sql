@@ -1,6 +1,5 @@
 -- Deletes what an ended run owns, before the run itself (foreign keys).
-DELETE FROM messages WHERE run_ref = @ref;
-DELETE FROM events WHERE run_ref = @ref;
+DELETE FROM journal WHERE run_ref = @ref;
 DELETE FROM effects WHERE run_id = @id;
 DELETE FROM approvals WHERE run_id = @id;
 DELETE FROM deliveries WHERE run_id = @id;
