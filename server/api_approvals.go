@@ -153,7 +153,7 @@ func (d decisionRequest) validate() error {
 	}
 	edit := len(bytes.TrimSpace(d.Arguments)) > 0 && !bytes.Equal(bytes.TrimSpace(d.Arguments), []byte("null"))
 	if d.Decision == "edit" && (!edit || bytes.TrimSpace(d.Arguments)[0] != '{') {
-		return errBadRequest("invalid_field", "an edit needs arguments: the JSON object the call should run with")
+		return errBadRequest("invalid_field", `an edit needs arguments: a JSON object of the fields to change, merged into the call's arguments ({"amount_usd": 100}; null removes a field)`)
 	}
 	if d.Decision != "edit" && edit {
 		return errBadRequest("invalid_field", "arguments are only for an edit")
