@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/belayrun/belay"
@@ -110,10 +109,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewStoreCollector(st))
 	observers := observers{metrics.New(reg)}
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
-		// The exporter reads the endpoint and headers from the standard
-		// OTEL_EXPORTER_OTLP_* variables.
-		exp, err := otlptracehttp.New(ctx)
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		// The endpoint and headers are the standard OTEL_EXPORTER_OTLP_*
+		// variables'; OTLP over HTTP, without gRPC.
+		cfg, err := tracing.OTLPConfigFromEnv(os.Getenv)
+		if err != nil {
+			return usageError{"serve: " + err.Error()}
+		}
+		exp, err := tracing.NewOTLPExporter(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("serve: OTLP exporter: %w", err)
 		}
