@@ -191,7 +191,7 @@ func (s *Server) applyDecision(r *http.Request, p Principal, req decisionRequest
 		return store.Approval{}, store.Run{}, &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",
 			Message: fmt.Sprintf("tool %s of agent %s is not served here, so this server cannot check an edit against it; approve or reject it here, or edit it on a server that serves the agent", a.Tool, run.Agent)}
 	}
-	decided, err := s.rt.Operator().Decide(r.Context(), p.Tenant, a.ID, belay.ApprovalDecision{Verdict: req.Decision,
+	decided, err := s.rt.Operator().Decide(r.Context(), p.Tenant, a.ID, belay.ApprovalDecision{Choice: belay.ApprovalChoice(req.Decision),
 		EditedArgs: req.Arguments, Note: req.Note, By: p.Identity(), Binding: req.Binding})
 	if errors.Is(err, belay.ErrInvalidEdit) {
 		return store.Approval{}, store.Run{}, &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",
