@@ -250,8 +250,10 @@ func lookCloser(w io.Writer, quiet bool, runID, db, scenario string) {
 	if quiet {
 		return
 	}
+	// Without --db the commands read $BELAY_DB, or belay.db unless
+	// $BELAY_DATABASE_URL names another store.
 	flag := ""
-	if db != cmp.Or(os.Getenv("BELAY_DB"), "belay.db") {
+	if db != cmp.Or(os.Getenv("BELAY_DB"), "belay.db") || os.Getenv("BELAY_DATABASE_URL") != "" {
 		flag = " --db " + db
 	}
 	lines := [][3]string{
