@@ -1,10 +1,13 @@
 package belay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"time"
 
 	"github.com/belayrun/belay/internal/redact"
@@ -19,12 +22,35 @@ import (
 // DefaultApprovalTTL is how long a person has to decide an approval.
 const DefaultApprovalTTL = 4 * time.Hour
 
+// ApprovalChoice is what a person decides on a pending approval. (What a
+// policy decides about a call is a Verdict.)
+type ApprovalChoice string
+
+const (
+	// Approve lets the call run as the model asked for it.
+	Approve ApprovalChoice = "approve"
+	// Edit lets the call run with the arguments the decision changes.
+	Edit ApprovalChoice = "edit"
+	// Reject refuses the call; the model reads the decision's note.
+	Reject ApprovalChoice = "reject"
+)
+
 // ApprovalDecision is a person's decision on a pending approval.
 type ApprovalDecision struct {
-	// Verdict is approve, edit or reject.
+	// Choice is Approve, Edit or Reject.
+	Choice ApprovalChoice
+	// Verdict is the choice as a bare string, read when Choice is empty.
+	//
+	// Deprecated: set Choice.
 	Verdict string
-	// EditedArgs replace the arguments for an edit; the originals are kept
-	// in the record.
+	// EditedArgs, for an edit, are the arguments to change: a JSON object
+	// merged into the call's arguments. Each of its top-level fields
+	// replaces the call's field of that name (a nested object or array is
+	// replaced whole, not merged), a field given as null is removed from
+	// the call, and the fields it does not name keep their values. The
+	// merged call must fit the tool's input schema, and must differ from
+	// the one asked for (else approve it). The approval records the merged
+	// arguments beside the original ones.
 	EditedArgs json.RawMessage
 	// Note says why; it reaches the model on a rejection.
 	Note string
@@ -103,28 +129,33 @@ func (op *Operator) decide(ctx context.Context, tenant, id string, d ApprovalDec
 	if d.Binding != "" && d.Binding != a.Binding {
 		return store.Approval{}, fmt.Errorf("decide %s: %w", a.ID, store.ErrBindingMismatch)
 	}
+	choice, err := d.choice()
+	if err != nil {
+		return store.Approval{}, err
+	}
 	tool := op.tool(run, a.Tool)
 	p := store.DecideParams{Tenant: a.Tenant, ID: a.ID, Binding: a.Binding, By: d.By, Note: d.Note, Now: now}
-	switch d.Verdict {
-	case "approve":
+	switch choice {
+	case Approve:
 		p.Status = store.ApprovalApproved
-	case "reject":
+	case Reject:
 		p.Status = store.ApprovalRejected
-	case "edit":
-		if !json.Valid(d.EditedArgs) {
-			return store.Approval{}, fmt.Errorf("decide: %w: they are not valid JSON", ErrInvalidEdit)
+	case Edit:
+		// The approval keeps the call redacted, and so does the merge: a
+		// hidden value the edit does not name (or leaves as Redacted)
+		// stays the marker in the store and is put back from the call
+		// when the call runs (applyDecision). The check and the hash are
+		// of the call that will run.
+		merged, err := mergeEdit(a.Args, d.EditedArgs)
+		if err != nil {
+			return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 		}
-		// The edit is kept as the editor gave it: a value left as Redacted
-		// stays the marker in the store and is put back from the call when
-		// the call runs (applyDecision). The check and the hash are of the
-		// call that will run.
-		restored := d.EditedArgs
+		original, err := approvedCall(ctx, s, a)
+		if err != nil {
+			return store.Approval{}, err
+		}
+		restored := redact.Restore(merged, original)
 		if tool != nil {
-			original, err := approvedCall(ctx, s, a)
-			if err != nil {
-				return store.Approval{}, err
-			}
-			restored = redact.Restore(restored, original)
 			if err := tool.checkArgs(restored); err != nil {
 				return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 			}
@@ -133,9 +164,10 @@ func (op *Operator) decide(ctx context.Context, tenant, id string, d ApprovalDec
 		if err != nil {
 			return store.Approval{}, fmt.Errorf("decide: %w: %w", ErrInvalidEdit, err)
 		}
-		p.Status, p.EditedArgs, p.EditedHash = store.ApprovalEdited, d.EditedArgs, hash
-	default:
-		return store.Approval{}, fmt.Errorf("decide: verdict %q; want approve, edit or reject", d.Verdict)
+		if hash == a.ArgsHash {
+			return store.Approval{}, fmt.Errorf("decide: %w: the edit changes no argument; approve the call instead", ErrInvalidEdit)
+		}
+		p.Status, p.EditedArgs, p.EditedHash = store.ApprovalEdited, merged, hash
 	}
 	var shownEdit json.RawMessage
 	switch {
@@ -156,6 +188,109 @@ func (op *Operator) decide(ctx context.Context, tenant, id string, d ApprovalDec
 	}
 	op.observe(run, p.Events)
 	return decided, nil
+}
+
+// choice is the decision's choice, from Choice or the deprecated Verdict.
+func (d ApprovalDecision) choice() (ApprovalChoice, error) {
+	c := d.Choice
+	switch {
+	case c == "":
+		c = ApprovalChoice(d.Verdict)
+	case d.Verdict != "" && d.Verdict != string(c):
+		return "", fmt.Errorf("decide: choice %q and verdict %q differ; set Choice alone (Verdict is deprecated)", c, d.Verdict)
+	}
+	switch c {
+	case Approve, Edit, Reject:
+		return c, nil
+	case "":
+		return "", errors.New("decide: a decision needs a choice: Approve, Edit or Reject")
+	}
+	return "", fmt.Errorf("decide: choice %q; want approve, edit or reject", c)
+}
+
+// mergeEdit merges an edit into a call's arguments, as ApprovalDecision
+// says: each top-level field of the edit replaces the call's, null removes
+// it, and fields the edit does not name are kept. The call's fields keep
+// their order, and fields it did not have follow them, so the record reads
+// as the call did. An edit is a JSON object that names each field once.
+func mergeEdit(args, edit json.RawMessage) (json.RawMessage, error) {
+	changes, err := objectFields(edit)
+	if err != nil {
+		return nil, fmt.Errorf("the edit %w", err)
+	}
+	call, err := objectFields(args)
+	if err != nil {
+		return nil, errors.New("the call's arguments are not a JSON object, so no field of them can be edited")
+	}
+	for _, c := range changes {
+		i := slices.IndexFunc(call, func(f jsonField) bool { return f.name == c.name })
+		switch {
+		case string(c.value) == "null" && i >= 0:
+			call = slices.Delete(call, i, i+1)
+		case string(c.value) == "null":
+		case i >= 0:
+			call[i].value = c.value
+		default:
+			call = append(call, c)
+		}
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range call {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(f.name)
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(f.value)
+	}
+	b.WriteByte('}')
+	var merged bytes.Buffer
+	if err := json.Compact(&merged, b.Bytes()); err != nil {
+		return nil, fmt.Errorf("the edit is not valid JSON: %w", err)
+	}
+	return merged.Bytes(), nil
+}
+
+type jsonField struct {
+	name  string
+	value json.RawMessage
+}
+
+// objectFields reads the top-level fields of a JSON object, in order. A
+// name given twice is refused, as the API refuses it in a body: which of
+// the two was meant cannot be told.
+func objectFields(raw json.RawMessage) ([]jsonField, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New(`is not a JSON object: give the fields to change, as {"amount_usd": 100}`)
+	}
+	var fields []jsonField
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("is not valid JSON: %w", err)
+		}
+		name := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("is not valid JSON: %w", err)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("names the field %q twice", name)
+		}
+		seen[name] = true
+		fields = append(fields, jsonField{name, bytes.TrimSpace(v)})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("is not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("is not valid JSON: something follows the object")
+	}
+	return fields, nil
 }
 
 // expireApprovals expires the approvals whose time to be decided has passed,

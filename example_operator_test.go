@@ -47,15 +47,15 @@ func ExampleOperator() {
 	_ = rt.Drain(ctx)
 
 	op := belay.NewOperator(st)
-	pending, _ := op.PendingApprovals(ctx, "")
+	pending, _ := op.PendingApprovals(ctx, belay.AnyTenant)
 	for _, a := range pending {
 		fmt.Println("waiting:", a.Summary)
-		if _, err := op.Decide(ctx, a.Tenant, a.ID, belay.ApprovalDecision{Verdict: "approve", By: "human:maya"}); err != nil {
+		if _, err := op.Decide(ctx, a.Tenant, a.ID, belay.ApprovalDecision{Choice: belay.Approve, By: "human:maya"}); err != nil {
 			panic(err)
 		}
 	}
 	_ = rt.Drain(ctx)
-	run, _ = op.Wait(ctx, "", run.ID)
+	run, _ = op.Wait(ctx, run.Tenant, run.ID)
 	fmt.Println(run.Status, run.Final)
 	// Output:
 	// waiting: Refund 29.00 USD on CH-2

@@ -11,6 +11,22 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
+// The tenant an operation names. Every run belongs to one tenant; the
+// operations on runs and approvals (Operator's, Runtime.Wait, a store's
+// reads) take the tenant to look in.
+const (
+	// AnyTenant, the empty tenant, names none and so every one: an
+	// operation given it finds a run or an approval in whichever tenant
+	// holds it, a list holds every tenant's, and the kill switch set for it
+	// is the global one, over every tenant. It is for code trusted with
+	// every tenant, as the belay CLI is; the API always names its key's
+	// tenant. No run belongs to it.
+	AnyTenant = ""
+	// DefaultTenant is the tenant of a run started without one
+	// (RunRequest.Tenant empty), in the library as in belay start.
+	DefaultTenant = "default"
+)
+
 // Operator makes the changes that happen to runs between their steps: the
 // decisions, resumes, migrations, resolved outcomes, cancels and kill
 // switches of people, and the expiry of approvals nobody decided. Each
@@ -69,7 +85,7 @@ func (op *Operator) Wait(ctx context.Context, tenant, runID string) (store.Run, 
 }
 
 // PendingApprovals lists what waits for a person's decision in a tenant
-// ("" for every tenant), oldest first.
+// (AnyTenant for every tenant), oldest first.
 func (op *Operator) PendingApprovals(ctx context.Context, tenant string) ([]store.Approval, error) {
 	return op.store.Approvals(ctx, store.ListApprovalsParams{Tenant: tenant, Status: store.ApprovalPending})
 }

@@ -208,7 +208,8 @@ func (r *Runtime) Owner() string { return r.owner.String() }
 // RunRequest asks for a run.
 type RunRequest struct {
 	// Agent names a registered agent. Required.
-	Agent  string
+	Agent string
+	// Tenant owns the run: only its API keys see it. Default DefaultTenant.
 	Tenant string
 	User   string
 	// ClientRequestID makes the request idempotent: one run per (Tenant,
@@ -235,7 +236,7 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 		return store.Run{}, false, fmt.Errorf("start run: no agent named %q in this runtime", req.Agent)
 	}
 	if req.Tenant == "" {
-		req.Tenant = "default"
+		req.Tenant = DefaultTenant
 	}
 	now := r.cfg.now()
 	b := runBudget{Budget: a.Budget.override(req.Budget)}

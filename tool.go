@@ -93,7 +93,8 @@ type Tool struct {
 	NewFact func(args, result json.RawMessage) bool
 	// Reconcile asks the downstream system whether the effect under key
 	// happened, when a call's outcome is unknown. It returns the result and
-	// found true if it did. Optional.
+	// found true if it did. Optional. A tool built by NewTool declares it
+	// in its own types with WithReconcile.
 	Reconcile func(ctx context.Context, key string, args json.RawMessage) (result json.RawMessage, found bool, err error)
 
 	schema *jsonschema.Resolved
@@ -105,8 +106,10 @@ type Tool struct {
 
 // NewTool builds a tool from a typed function. The input schema is derived
 // from In; arguments that do not match it are returned to the model as an
-// error result and fn is not called.
-func NewTool[In, Out any](name, description string, effect EffectClass, fn func(ctx context.Context, in In) (Out, error)) Tool {
+// error result and fn is not called. Options set up the rest of the tool in
+// the same types (WithReconcile); the Tool's fields can be set afterwards
+// too.
+func NewTool[In, Out any](name, description string, effect EffectClass, fn func(ctx context.Context, in In) (Out, error), opts ...ToolOption[In, Out]) Tool {
 	t := Tool{Name: name, Description: description, Effect: effect}
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -128,7 +131,39 @@ func NewTool[In, Out any](name, description string, effect EffectClass, fn func(
 		}
 		return json.Marshal(out)
 	}
+	for _, opt := range opts {
+		opt(&t)
+	}
 	return t
+}
+
+// ToolOption sets up a tool that NewTool builds, in the types of the tool's
+// function: an option for a tool of other types does not compile.
+type ToolOption[In, Out any] func(*Tool)
+
+// WithReconcile sets the tool's Reconcile from a typed function: find is
+// given the call's idempotency key and its arguments as In, asks the
+// downstream system whether the effect happened under that key, and
+// returns what the call returned, with found true, if it did.
+func WithReconcile[In, Out any](find func(ctx context.Context, key string, in In) (result Out, found bool, err error)) ToolOption[In, Out] {
+	return func(t *Tool) {
+		name := t.Name
+		t.Reconcile = func(ctx context.Context, key string, args json.RawMessage) (json.RawMessage, bool, error) {
+			var in In
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, false, &ArgumentError{Tool: name, Err: decodeError(err)}
+			}
+			out, found, err := find(ctx, key, in)
+			if err != nil || !found {
+				return nil, false, err
+			}
+			result, err := json.Marshal(out)
+			if err != nil {
+				return nil, false, fmt.Errorf("reconcile %s: encode the result: %w", name, err)
+			}
+			return result, true, nil
+		}
+	}
 }
 
 // decodeError is what the model reads when valid arguments do not decode

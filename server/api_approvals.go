@@ -153,7 +153,7 @@ func (d decisionRequest) validate() error {
 	}
 	edit := len(bytes.TrimSpace(d.Arguments)) > 0 && !bytes.Equal(bytes.TrimSpace(d.Arguments), []byte("null"))
 	if d.Decision == "edit" && (!edit || bytes.TrimSpace(d.Arguments)[0] != '{') {
-		return errBadRequest("invalid_field", "an edit needs arguments: the JSON object the call should run with")
+		return errBadRequest("invalid_field", `an edit needs arguments: a JSON object of the fields to change, merged into the call's arguments ({"amount_usd": 100}; null removes a field)`)
 	}
 	if d.Decision != "edit" && edit {
 		return errBadRequest("invalid_field", "arguments are only for an edit")
@@ -191,7 +191,7 @@ func (s *Server) applyDecision(r *http.Request, p Principal, req decisionRequest
 		return store.Approval{}, store.Run{}, &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",
 			Message: fmt.Sprintf("tool %s of agent %s is not served here, so this server cannot check an edit against it; approve or reject it here, or edit it on a server that serves the agent", a.Tool, run.Agent)}
 	}
-	decided, err := s.rt.Operator().Decide(r.Context(), p.Tenant, a.ID, belay.ApprovalDecision{Verdict: req.Decision,
+	decided, err := s.rt.Operator().Decide(r.Context(), p.Tenant, a.ID, belay.ApprovalDecision{Choice: belay.ApprovalChoice(req.Decision),
 		EditedArgs: req.Arguments, Note: req.Note, By: p.Identity(), Binding: req.Binding})
 	if errors.Is(err, belay.ErrInvalidEdit) {
 		return store.Approval{}, store.Run{}, &apiError{status: http.StatusUnprocessableEntity, Code: "invalid_arguments",

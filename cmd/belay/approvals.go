@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/config"
+	"github.com/belayrun/belay/examples/support"
+	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
 )
 
@@ -104,10 +107,15 @@ func runReject(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 const (
-	approveUsage = `usage: belay approve ID [--edit JSON] [--as NAME] [--note TEXT] [--db PATH]
+	approveUsage = `usage: belay approve ID [--edit JSON] [--as NAME] [--note TEXT] [--config FILE] [--db PATH]
 
 Approves the pending approval ID (belay approvals lists them), or approves
-it with other arguments (--edit); the run continues on the next worker.`
+it with some arguments changed: --edit names the fields to change, as a JSON
+object merged into the call's arguments ('{"amount_usd": 100}' changes the
+amount and keeps the rest; a field given as null is removed). The edited call
+is checked against the tool's input schema first, which needs the agent's
+tools: the support desk's, or the agents of --config FILE, as belay serve
+runs them. The run continues on the next worker.`
 	rejectUsage = `usage: belay reject ID --note TEXT [--as NAME] [--db PATH]
 
 Rejects the pending approval ID (belay approvals lists them); the model reads
@@ -124,18 +132,19 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 	as := fs.String("as", "", "who decides, recorded with the decision (default: human:$USER)")
 	note := fs.String("note", "", "why; on a rejection, the model reads it")
 	asJSON := jsonFlag(fs, "the decided approval")
-	edit := ""
+	edit, configPath := "", ""
 	if verb == "approve" {
-		fs.StringVar(&edit, "edit", "", "approve these arguments (JSON) instead of the requested ones")
+		fs.StringVar(&edit, "edit", "", `approve with these arguments changed: a JSON object of the fields to change, merged into the call's ('{"amount_usd": 100}'; null removes a field)`)
+		fs.StringVar(&configPath, "config", "", "with --edit, the agents file belay serve runs, whose tools check the edit (default: the support desk)")
 	}
 	id, err := fs.parseOne(args, "approval", "list pending approvals with: belay approvals")
 	if err != nil {
 		return err
 	}
-	d := belay.ApprovalDecision{Verdict: verb, By: decider(*as), Note: *note}
+	d := belay.ApprovalDecision{Choice: belay.ApprovalChoice(verb), By: decider(*as), Note: *note}
 	if edit != "" {
-		if !json.Valid([]byte(edit)) {
-			return usageError{"approve: --edit takes the new arguments as JSON"}
+		if !json.Valid([]byte(edit)) || !strings.HasPrefix(strings.TrimSpace(edit), "{") {
+			return usageError{`approve: --edit takes the fields to change as a JSON object, like '{"amount_usd": 100}'`}
 		}
 		// The console and the traces show a sensitive value as this marker;
 		// copied into an edit, it would reach the tool as the value. (The
@@ -143,7 +152,7 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 		if strings.Contains(edit, `"`+belay.Redacted+`"`) {
 			return usageError{fmt.Sprintf("approve: --edit holds %q, the mark of a hidden value, which the tool would get as the value; give the real value, or edit the approval in the console, which keeps hidden values", belay.Redacted)}
 		}
-		d.Verdict, d.EditedArgs = "edit", json.RawMessage(edit)
+		d.Choice, d.EditedArgs = belay.Edit, json.RawMessage(edit)
 	}
 	if verb == "reject" && *note == "" {
 		return usageError{"reject needs --note: the model explains it to the customer"}
@@ -153,12 +162,20 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 		return err
 	}
 	defer st.Close()
-	a, err := belay.NewOperator(st).Decide(ctx, "", id, d)
+	op := belay.NewOperator(st)
+	if d.Choice == belay.Edit {
+		if op, err = editingOperator(ctx, st, configPath, id); err != nil {
+			return err
+		}
+	}
+	a, err := op.Decide(ctx, belay.AnyTenant, id, d)
 	switch {
 	case errors.Is(err, belay.ErrApprovalNotFound):
 		return fmt.Errorf("%w (list pending approvals with: belay approvals %s)", err, db)
 	case errors.Is(err, store.ErrDecided):
 		return fmt.Errorf("%w; nothing was changed", err)
+	case errors.Is(err, belay.ErrInvalidEdit):
+		return fmt.Errorf("approve %s: %s; nothing was recorded", id, strings.TrimPrefix(err.Error(), "decide: "))
 	case err != nil:
 		return err
 	}
@@ -171,6 +188,52 @@ func decideCommand(ctx context.Context, verb string, args []string, stdout, stde
 	}
 	fmt.Fprintf(stdout, "approval %s %s by %s; run %s continues on the next worker\n", a.ID, a.Status, a.DecidedBy, a.RunID)
 	return nil
+}
+
+// editingOperator is an operator that knows the tools of the agents belay
+// serve runs (the support desk's, or those of the agents file), so an edit
+// is checked against its tool's schema before it is recorded, as the API
+// checks it. An edit of a tool it does not know is refused, as the API
+// refuses it: unchecked, the call would fail only when it runs.
+func editingOperator(ctx context.Context, st store.Store, configPath, id string) (*belay.Operator, error) {
+	var agents []*belay.Agent
+	if configPath != "" {
+		f, err := config.Load(configPath)
+		if err != nil {
+			return nil, err
+		}
+		// The agents are built, MCP tools listed, only to know their
+		// tools' schemas.
+		var closeMCP func() error
+		if agents, closeMCP, err = f.Build(ctx, buildModel); err != nil {
+			return nil, err
+		}
+		defer closeMCP()
+	} else {
+		// The support agent's tools do not depend on its world.
+		agents = []*belay.Agent{support.NewAgent(nil, scripted.Func(support.Script()))}
+	}
+	rt, err := belay.New(belay.Config{Store: st, Agents: agents})
+	if err != nil {
+		return nil, err
+	}
+	a, err := st.GetApproval(ctx, belay.AnyTenant, id)
+	if err != nil {
+		// Decide says what is wrong with the id.
+		return rt.Operator(), nil
+	}
+	run, err := st.GetRun(ctx, a.Tenant, a.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("approval %s: %w", a.ID, err)
+	}
+	if !rt.Serves(run.Agent, a.Tool) {
+		where := "the support desk's agent"
+		if configPath != "" {
+			where = "the agents of " + configPath
+		}
+		return nil, fmt.Errorf("approve %s: tool %s of agent %s is not among %s, so the edit cannot be checked against it; pass --config with the agents file belay serve runs, or approve or reject it as it is", a.ID, a.Tool, run.Agent, where)
+	}
+	return rt.Operator(), nil
 }
 
 // approvalJSON is an approval as --json prints it: the API's fields

@@ -134,7 +134,7 @@ func benchParked(ctx context.Context, cfg parkedConfig) (parkedResult, error) {
 	var lat, decide []time.Duration
 	for _, a := range pending[:min(cfg.resumes, len(pending))] {
 		t0 := time.Now()
-		if _, err := op.Decide(ctx, a.Tenant, a.ID, belay.ApprovalDecision{Verdict: "approve", By: "human:bench"}); err != nil {
+		if _, err := op.Decide(ctx, a.Tenant, a.ID, belay.ApprovalDecision{Choice: belay.Approve, By: "human:bench"}); err != nil {
 			return parkedResult{}, fmt.Errorf("bench: %w", err)
 		}
 		decide = append(decide, time.Since(t0))

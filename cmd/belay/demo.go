@@ -2,13 +2,16 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,11 +22,10 @@ import (
 	"github.com/belayrun/belay/store"
 )
 
-const demoInput = support.DoubleChargeRequest
-
 // demoSummary is what `belay demo --json` prints.
 type demoSummary struct {
 	RunID       string         `json:"run_id"`
+	Ticket      string         `json:"ticket"`
 	Status      store.Status   `json:"status"`
 	StopReason  string         `json:"stop_reason"`
 	Steps       int            `json:"steps"`
@@ -51,7 +53,21 @@ Runs the support agent on the embedded store with a scripted model. The crash
 scenario (the default) asks you to approve a refund, then kills the worker
 with SIGKILL once billing applied it and lost the answer; another worker takes
 the run over and finds the refund by asking billing. The other scenarios show
-the guards: a drifting model, a budget, a requirement the world does not meet.`
+the guards: a drifting model, a budget, a requirement the world does not meet.
+
+The store is ./belay.db (or $BELAY_DB, or --db), where belay runs, show and
+trace find it; the support world (billing, mailbox, CRM) is beside it, in
+PATH.world. Each demo is a new run on a new ticket (T-1001, T-1002, ...): the
+world is put back as it was before any run acted on it, and the runs of
+earlier demos stay in the store.`
+
+// The demo's runs: Ada's tickets in tenant acme, one a demo.
+const (
+	demoTenant = "acme"
+	demoUser   = "ada"
+	// demoBy cancels the runs of an earlier demo that never ended.
+	demoBy = "policy:demo"
+)
 
 // runDemo runs the support-desk scenario: a worker process is killed with
 // SIGKILL right after the refund lands and before Belay records it; a new
@@ -60,7 +76,7 @@ the guards: a drifting model, a budget, a requirement the world does not meet.`
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", demoUsage, stdout)
 	asJSON := jsonFlag(fs, "only the summary, one object")
-	dbPath := fs.String("db", "", "path of the SQLite database (default: a new one in a temporary directory)")
+	dbPath := fs.String("db", cmp.Or(os.Getenv("BELAY_DB"), "belay.db"), "path of the SQLite database, created if need be (or $BELAY_DB); the support world is PATH.world")
 	yes := fs.Bool("yes", false, "approve the refund without asking, as policy:demo-auto")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
 	scenario := fs.String("scenario", "crash", "crash (a worker killed mid-run), stuck (a drifting model), budget (a dollar limit), unverified (a missing CRM note)")
@@ -76,13 +92,6 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stdout, format+"\n", a...)
 		}
 	}
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "belay-demo-")
-		if err != nil {
-			return err
-		}
-		*dbPath = filepath.Join(dir, "belay.db")
-	}
 	worldPath := *dbPath + ".world"
 
 	st, err := openStore(ctx, *dbPath)
@@ -95,9 +104,6 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer world.Close()
-	if err := world.Seed(ctx); err != nil {
-		return err
-	}
 	script := support.Script()
 	if ok {
 		script = guard.script
@@ -113,24 +119,24 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	run, created, err := rt.StartRun(ctx, belay.RunRequest{
-		Agent: "support", Tenant: "acme", User: "ada", ClientRequestID: "T-1001", Input: demoInput,
-	})
+	ended, err := endEarlierDemos(ctx, rt.Operator(), st)
 	if err != nil {
 		return err
 	}
-	if !created {
-		// Asked again, the ticket's request id names the run already made
-		// (that is the idempotency the demo shows): nothing would happen.
-		return fmt.Errorf("%s already holds the demo's run %s (%s), and its world the refund: the demo needs a new database. Remove %s and %s (or pass --db NEW.db) and run it again; look at that run with: belay show %s --db %s",
-			*dbPath, run.ID, run.Status, *dbPath, worldPath, run.ID, *dbPath)
+	run, err := startDemoRun(ctx, rt, st, world)
+	if err != nil {
+		return err
 	}
-	say("Belay demo: the support desk")
-	say("  store   %s (SQLite, synchronous=FULL)", *dbPath)
-	say("  world   %s (billing, mailbox, CRM)", worldPath)
-	say("  run     %s for ticket T-1001, agent support@%s", run.ID, agent.Version)
+	ticket := run.ClientRequestID
+	say("Belay demo: the support desk, ticket %s", ticket)
+	say("  store   %s (SQLite; each step is on disk before the next one starts)", *dbPath)
+	say("  world   %s (the billing system, mailbox and CRM the agent acts on, as before any run)", worldPath)
+	say("  run     %s of agent support, version %s", run.ID, agent.Version)
+	for _, r := range ended {
+		say("  (run %s on ticket %s had not ended: canceled, since the world it acts on starts again)", r.ID, r.ClientRequestID)
+	}
 	say("")
-	say("customer> %s", demoInput)
+	say("customer> %s", run.Input)
 	say("")
 
 	printer := &tracePrinter{store: st, runID: run.ID, w: stdout, quiet: *asJSON}
@@ -138,12 +144,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *policyPath != "" {
 		workerFlags = []string{"--policy", *policyPath}
 	}
-	summary := demoSummary{RunID: run.ID, DB: *dbPath}
+	summary := demoSummary{RunID: run.ID, Ticket: ticket, DB: *dbPath}
 	if ok {
-		return runGuardScenario(ctx, guard, rt, st, world, printer, summary, stdout, *asJSON)
+		return runGuardScenario(ctx, *scenario, guard, rt, st, world, printer, summary, stdout, *asJSON)
 	}
 
-	say("[worker 1] starting")
+	say("[worker 1] a worker process starts")
 	if _, err := demoWorker(ctx, *dbPath, printer, workerFlags...); err != nil {
 		return err
 	}
@@ -163,7 +169,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// demo's database), should the demo stop before the refund.
 	defer func() { _ = world.SetLoseRefundResponses(context.WithoutCancel(ctx), 0) }()
 	say("")
-	say("[worker 2] starting; billing will apply the refund and lose the response, and the worker will be killed right after")
+	say("[worker 2] a second worker process starts. Billing will apply the refund and lose its answer,")
+	say("           and the demo kills this worker right then, with SIGKILL")
+	printer.section()
 	crashed, err := demoWorker(ctx, *dbPath, printer, append(workerFlags, "--crash-at-unknown")...)
 	if err != nil {
 		return err
@@ -171,17 +179,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if crashed {
 		summary.Crashes++
 		say("")
-		say("[demo] SIGKILL sent to worker 2: the refund is in the billing system; Belay's ledger only knows it may be")
+		say("[demo] worker 2 is killed (SIGKILL): the refund is in the billing system, and Belay's ledger")
+		say("       knows only that it may be")
 		say("")
 		summary.Resumes++
-		say("[worker 3] starting on the same store; it takes over the dead worker's lease at once")
+		say("[worker 3] a third worker process starts on the same store. Worker 2's process is gone, so")
+		say("           worker 3 takes the run over at once, without waiting for worker 2's lease to run out")
+		printer.section()
 	}
 	if _, err := demoWorker(ctx, *dbPath, printer, workerFlags...); err != nil {
 		return err
 	}
 	printer.flush(ctx)
 
-	run, err = st.GetRun(ctx, "", run.ID)
+	run, err = st.GetRun(ctx, belay.AnyTenant, run.ID)
 	if err != nil {
 		return err
 	}
@@ -221,18 +232,121 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	say("assistant> %s", run.Final)
 	say("")
 	say("summary")
-	say("  status        %s (%s)", run.Status, run.StopReason)
-	say("  steps         %d, model calls %d, cost $%.6f", run.Step, run.ModelCalls, summary.CostUSD)
-	say("  crashes       %d, resumes %d", summary.Crashes, summary.Resumes)
+	say("  status        %s", statusWords(run))
+	say("  work          %d steps, %d model calls, cost $%.6f", run.Step, run.ModelCalls, summary.CostUSD)
+	say("  crashes       %d worker killed, %d run taken over by another", summary.Crashes, summary.Resumes)
 	say("  approvals     %d, decided by %s", summary.Approvals.Count, strings.Join(summary.Approvals.DecidedBy, ", "))
 	say("  side effects  %d refund, %d email, %d CRM note", counts.Refunds, counts.Emails, counts.Notes)
 	if counts.Refunds == 1 && summary.Crashes == 1 {
-		say("  the refund's response was lost and its worker killed; billing was asked, not charged again: one refund")
+		say("  the refund's answer was lost and its worker killed; billing was asked, not charged again: one refund")
 	}
 	say("")
-	say("look closer:  go run ./cmd/belay show %s --db %s", run.ID, *dbPath)
-	say("              go run ./cmd/belay trace %s --db %s", run.ID, *dbPath)
+	lookCloser(stdout, *asJSON, run.ID, *dbPath, "")
 	return held()
+}
+
+// lookCloser says how to read what the demo made, and how to play it again.
+func lookCloser(w io.Writer, quiet bool, runID, db, scenario string) {
+	if quiet {
+		return
+	}
+	// Without --db the commands read $BELAY_DB, or belay.db unless
+	// $BELAY_DATABASE_URL names another store.
+	flag := ""
+	if db != cmp.Or(os.Getenv("BELAY_DB"), "belay.db") || os.Getenv("BELAY_DATABASE_URL") != "" {
+		flag = " --db " + db
+	}
+	lines := [][3]string{
+		{"look closer:", "go run ./cmd/belay show " + runID + flag, "the run, its messages and side effects"},
+		{"", "go run ./cmd/belay trace " + runID + flag, "every event, as JSON lines"},
+		{"", "go run ./cmd/belay runs" + flag, "this run and those of earlier demos"},
+		{"again:", "go run ./cmd/belay demo" + scenario + flag, "a new ticket, the world as it was"},
+	}
+	width := 0
+	for _, l := range lines {
+		width = max(width, len(l[1]))
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "%-13s %-*s  # %s\n", l[0], width, l[1], l[2])
+	}
+}
+
+// endEarlierDemos cancels the runs of earlier demos that never ended (a
+// demo stopped at its approval, a worker killed for good): the world they
+// act on starts again, and a worker of this demo would otherwise pick them
+// up too.
+func endEarlierDemos(ctx context.Context, op *belay.Operator, st store.Store) ([]store.Run, error) {
+	runs, err := demoRuns(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	var ended []store.Run
+	for _, r := range runs {
+		switch r.Status {
+		case store.StatusDone, store.StatusFailed, store.StatusEscalated, store.StatusCanceled:
+			continue
+		}
+		if _, err := op.Cancel(ctx, r.Tenant, r.ID, demoBy, "a new demo started its world again"); err != nil {
+			return nil, fmt.Errorf("cancel run %s of an earlier demo: %w", r.ID, err)
+		}
+		ended = append(ended, r)
+	}
+	return ended, nil
+}
+
+// demoRuns are the runs of earlier demos in the store: Ada's runs of the
+// support agent in tenant acme, each on a ticket.
+func demoRuns(ctx context.Context, st store.Store) ([]store.Run, error) {
+	runs, err := st.ListRuns(ctx, store.ListRunsParams{Tenant: demoTenant, Agent: support.AgentName, User: demoUser})
+	if err != nil {
+		return nil, fmt.Errorf("list the runs of earlier demos: %w", err)
+	}
+	return slices.DeleteFunc(runs, func(r store.Run) bool { return ticketNumber(r.ClientRequestID) == 0 }), nil
+}
+
+// ticketNumber is N of a ticket id T-N, or 0 for anything else.
+func ticketNumber(id string) int {
+	digits, ok := strings.CutPrefix(id, "T-")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// startDemoRun starts the demo's run on the next ticket (T-1001 in a new
+// store, then one past the highest ticket of earlier demos), with the world
+// put back as it was before any run, the new ticket opened in it.
+func startDemoRun(ctx context.Context, rt *belay.Runtime, st store.Store, world *support.World) (store.Run, error) {
+	runs, err := demoRuns(ctx, st)
+	if err != nil {
+		return store.Run{}, err
+	}
+	next := ticketNumber(support.TicketID)
+	for _, r := range runs {
+		next = max(next, ticketNumber(r.ClientRequestID)+1)
+	}
+	// A ticket someone started by hand (belay start) is skipped: its run is
+	// not the demo's.
+	for range 100 {
+		ticket := fmt.Sprintf("T-%d", next)
+		if err := world.Restart(ctx, ticket); err != nil {
+			return store.Run{}, err
+		}
+		run, created, err := rt.StartRun(ctx, belay.RunRequest{Agent: support.AgentName, Tenant: demoTenant, User: demoUser,
+			ClientRequestID: ticket, Input: support.RequestOn(ticket)})
+		if err != nil {
+			return store.Run{}, err
+		}
+		if created {
+			return run, nil
+		}
+		next++
+	}
+	return store.Run{}, errors.New("demo: no free ticket id after 100 tries; pass --db with a new file")
 }
 
 // demoWorker runs `belay worker` as a child process, printing the run's trace
@@ -291,137 +405,4 @@ func demoWorker(ctx context.Context, db string, printer *tracePrinter, flags ...
 			return false, ctx.Err()
 		}
 	}
-}
-
-// tracePrinter prints a run's trace events as a readable account, each one
-// once, as they appear in the store.
-type tracePrinter struct {
-	store store.Store
-	runID string
-	w     io.Writer
-	quiet bool
-	seen  int64
-}
-
-func (p *tracePrinter) flush(ctx context.Context) {
-	events, err := p.store.Events(ctx, p.runID)
-	if err != nil {
-		return
-	}
-	for _, ev := range events {
-		if ev.Seq <= p.seen {
-			continue
-		}
-		p.seen = ev.Seq
-		if line := describeEvent(ev); line != "" && !p.quiet {
-			fmt.Fprintf(p.w, "  step %d  %s\n", ev.Step, line)
-		}
-	}
-}
-
-// describeEvent renders one trace event for a person, or "" to skip it.
-func describeEvent(ev store.Event) string {
-	switch ev.Type {
-	case store.EventClaimed:
-		d, _ := store.DecodeEvent[store.ClaimedData](ev)
-		if d.Resumed {
-			return fmt.Sprintf("claimed at epoch %d, resuming from the last checkpoint", d.Epoch)
-		}
-		return fmt.Sprintf("claimed at epoch %d", d.Epoch)
-	case store.EventModelCall:
-		d, _ := store.DecodeEvent[store.ModelCallData](ev)
-		var calls []string
-		for _, c := range d.ToolCalls {
-			calls = append(calls, c.Name)
-		}
-		if len(calls) == 0 {
-			return fmt.Sprintf("model answers (%d in / %d out tokens)", d.InputTokens, d.OutputTokens)
-		}
-		thought := firstLine(d.Thought)
-		if thought != "" {
-			thought = " - " + thought
-		}
-		return fmt.Sprintf("model asks for %s%s", strings.Join(calls, ", "), thought)
-	case store.EventToolResult:
-		d, _ := store.DecodeEvent[store.ToolResultData](ev)
-		mark := "ok"
-		if d.IsError {
-			mark = "error"
-		}
-		return fmt.Sprintf("  %s -> %s: %s", d.Tool, mark, firstLine(d.Preview))
-	case store.EventEffectReused:
-		d, _ := store.DecodeEvent[store.EffectData](ev)
-		return fmt.Sprintf("  %s already done under key %s: recorded result returned, not called again", d.Tool, d.Key)
-	case store.EventEffectUnknown:
-		d, _ := store.DecodeEvent[store.EffectUnknownData](ev)
-		return fmt.Sprintf("  %s: outcome UNKNOWN, %s; intent %s recorded as unknown, not retried", d.Tool, cause(d.Error), d.Key)
-	case store.EventReconcile:
-		d, _ := store.DecodeEvent[store.ReconcileData](ev)
-		if d.Found {
-			return fmt.Sprintf("  %s: pending intent %s found downstream; recorded, not repeated", d.Tool, d.Key)
-		}
-		return fmt.Sprintf("  %s: pending intent %s not found downstream; safe to call", d.Tool, d.Key)
-	case store.EventCheckpoint:
-		return "checkpoint"
-	case store.EventVerify:
-		d, _ := store.DecodeEvent[store.VerifyData](ev)
-		if d.OK {
-			return fmt.Sprintf("verified: %s", d.Requirement)
-		}
-		return fmt.Sprintf("NOT verified: %s", d.Requirement)
-	case store.EventStop:
-		d, _ := store.DecodeEvent[store.StopData](ev)
-		if d.Used != nil {
-			var next, limit float64
-			if d.NextCall != nil {
-				next = *d.NextCall
-			}
-			if d.Limit != nil {
-				limit = *d.Limit
-			}
-			if d.Unit == "usd" {
-				return fmt.Sprintf("run %s (%s): spent $%.6f, the next call would cost $%.6f, the limit is $%.6f",
-					d.Status, d.Reason, *d.Used, next, limit)
-			}
-			return fmt.Sprintf("run %s (%s): used %g %s, the next call would take %g, the limit is %g",
-				d.Status, d.Reason, *d.Used, d.Unit, next, limit)
-		}
-		return fmt.Sprintf("run %s (%s)", d.Status, d.Reason)
-	case store.EventLoopDetected:
-		d, _ := store.DecodeEvent[store.LoopDetectedData](ev)
-		if d.Action == "replan" {
-			return fmt.Sprintf("loop detector (%s) fired: the model is told to REPLAN", d.Detector)
-		}
-		return fmt.Sprintf("loop detector (%s) fired again: escalating to a person", d.Detector)
-	case store.EventApprovalRequested:
-		d, _ := store.DecodeEvent[store.ApprovalRequestedData](ev)
-		return fmt.Sprintf("approval requested: %s (%s); the worker lets go of the run", d.Summary, d.Reason)
-	case store.EventApprovalDecided:
-		d, _ := store.DecodeEvent[store.ApprovalDecidedData](ev)
-		return fmt.Sprintf("approval %s by %s", d.Status, d.By)
-	case store.EventResumed:
-		d, _ := store.DecodeEvent[store.ResumedData](ev)
-		return fmt.Sprintf("resumed by %s after %s", d.By, d.StopReason)
-	case store.EventReleased:
-		return "lease released"
-	}
-	return ""
-}
-
-// cause drops the context a tool error carries around its cause: "refund
-// charge CH-2: no response: outcome unknown: ..." becomes "no response".
-func cause(s string) string {
-	s = strings.TrimSuffix(s, ": "+belay.ErrUnknownOutcome.Error())
-	if _, rest, ok := strings.Cut(s, ": "); ok {
-		return rest
-	}
-	return s
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 110 {
-		s = s[:110] + "…"
-	}
-	return s
 }

@@ -46,7 +46,7 @@ var guardScenarios = map[string]guardScenario{
 
 // runGuardScenario runs the scenario's run in this process, printing its
 // trace, and shows the escalation packet it ends with.
-func runGuardScenario(ctx context.Context, sc guardScenario, rt *belay.Runtime, st store.Store, world *support.World,
+func runGuardScenario(ctx context.Context, name string, sc guardScenario, rt *belay.Runtime, st store.Store, world *support.World,
 	printer *tracePrinter, summary demoSummary, stdout io.Writer, quiet bool) error {
 	say := func(format string, a ...any) {
 		if !quiet {
@@ -77,18 +77,20 @@ func runGuardScenario(ctx context.Context, sc guardScenario, rt *belay.Runtime, 
 	if err := drain(); err != nil {
 		return err
 	}
-	run, err := st.GetRun(ctx, "", summary.RunID)
+	run, err := st.GetRun(ctx, belay.AnyTenant, summary.RunID)
 	if err != nil {
 		return err
 	}
 	if sc.raise != nil && run.Status == store.StatusPaused {
 		summary.Escalation = run.Escalation
 		if !quiet {
-			printEscalation(stdout, run.Escalation)
+			fmt.Fprintln(stdout)
+			printPacket(stdout, run.Escalation)
 		}
 		say("")
-		say("[operator] belay resume %s --add-usd %g", run.ID, sc.raise.USD)
+		say("[operator] raises the budget and resumes the run: belay resume %s --add-usd %g", run.ID, sc.raise.USD)
 		say("")
+		printer.section()
 		if _, err := rt.Operator().Resume(ctx, run.Tenant, run.ID, *sc.raise, "human:demo-operator"); err != nil {
 			return err
 		}
@@ -96,7 +98,7 @@ func runGuardScenario(ctx context.Context, sc guardScenario, rt *belay.Runtime, 
 		if err := drain(); err != nil {
 			return err
 		}
-		if run, err = st.GetRun(ctx, "", summary.RunID); err != nil {
+		if run, err = st.GetRun(ctx, belay.AnyTenant, summary.RunID); err != nil {
 			return err
 		}
 	}
@@ -126,15 +128,15 @@ func runGuardScenario(ctx context.Context, sc guardScenario, rt *belay.Runtime, 
 		return failed()
 	}
 	say("")
-	if run.Escalation != nil {
-		printEscalation(stdout, run.Escalation)
+	if run.Status == store.StatusEscalated && run.Escalation != nil {
+		printPacket(stdout, run.Escalation)
 		say("")
 	}
 	say("summary")
-	say("  status        %s (%s)", run.Status, run.StopReason)
-	say("  steps         %d, model calls %d, cost $%.6f", run.Step, run.ModelCalls, summary.CostUSD)
+	say("  status        %s", statusWords(run))
+	say("  work          %d steps, %d model calls, cost $%.6f", run.Step, run.ModelCalls, summary.CostUSD)
 	say("  side effects  %d refund, %d email, %d CRM note", counts.Refunds, counts.Emails, counts.Notes)
 	say("")
-	say("look closer:  go run ./cmd/belay show %s --db %s", run.ID, summary.DB)
+	lookCloser(stdout, quiet, run.ID, summary.DB, " --scenario "+name)
 	return failed()
 }

@@ -64,34 +64,100 @@ func TestDemoGuardScenarios(t *testing.T) {
 
 // The crash demo, run as a user runs it: the belay binary, whose worker
 // processes it starts and kills. It holds (one refund, one crash, one
-// resume, done) and says so with its exit status; run again on the same
-// database it refuses, rather than show a crash that did not happen.
-func TestCrashDemoHoldsAndIsNotRepeatedOnItsDatabase(t *testing.T) {
+// resume, done) and says so with its exit status. Run again on the same
+// database, it plays again on the next ticket with its world restarted:
+// one refund again, and both runs in the store.
+func TestCrashDemoHoldsAndRunsAgainOnItsDatabase(t *testing.T) {
 	bin := belayBinary(t)
 	db := filepath.Join(t.TempDir(), "belay.db")
-	demo := exec.Command(bin, "demo", "--json", "--yes", "--db", db)
-	demo.Env = append(os.Environ(), "BELAY_DATABASE_URL=")
-	out, err := demo.Output()
-	if err != nil {
-		t.Fatalf("demo: %v\n%s", err, out)
-	}
-	var got struct {
+	type summary struct {
+		RunID       string         `json:"run_id"`
+		Ticket      string         `json:"ticket"`
 		Status      string         `json:"status"`
 		Crashes     int            `json:"crashes"`
 		Resumes     int            `json:"resumes"`
 		SideEffects map[string]int `json:"side_effects"`
 	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("summary %q: %v", out, err)
+	var runs []summary
+	for _, ticket := range []string{"T-1001", "T-1002"} {
+		demo := exec.Command(bin, "demo", "--json", "--yes", "--db", db)
+		demo.Env = append(os.Environ(), "BELAY_DATABASE_URL=")
+		out, err := demo.Output()
+		if err != nil {
+			t.Fatalf("demo on %s: %v\n%s", ticket, err, out)
+		}
+		var got summary
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("summary %q: %v", out, err)
+		}
+		if got.Ticket != ticket || got.Status != "done" || got.Crashes != 1 || got.Resumes != 1 || got.SideEffects["refunds"] != 1 {
+			t.Errorf("summary %+v, want ticket %s done after one crash and one resume, one refund", got, ticket)
+		}
+		runs = append(runs, got)
 	}
-	if got.Status != "done" || got.Crashes != 1 || got.Resumes != 1 || got.SideEffects["refunds"] != 1 {
-		t.Errorf("summary %+v, want done after one crash and one resume, one refund", got)
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"runs", "--json", "--db", db}, &out, &errb); err != nil {
+		t.Fatalf("runs: %v\n%s", err, errb.String())
 	}
-	again := exec.Command(bin, "demo", "--json", "--yes", "--db", db)
-	again.Env = demo.Env
-	out, err = again.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "already holds the demo's run") {
-		t.Errorf("demo again on its database: %v\n%s\nwant a refusal naming the run", err, out)
+	for _, r := range runs {
+		if !strings.Contains(out.String(), r.RunID) {
+			t.Errorf("belay runs lacks the run %s of ticket %s:\n%s", r.RunID, r.Ticket, out.String())
+		}
+	}
+}
+
+// The demo tells its story in words a newcomer reads: steps counted from
+// 1 as belay runs counts them, no lease epochs, no status said twice, no
+// JSON for why a run went to a person. The scenario's facts are in it.
+func TestDemoTellsItsStoryInWords(t *testing.T) {
+	t.Parallel()
+	cases := map[string][]string{
+		"unverified": {
+			"ticket T-1001", "  step 1  a worker picks up the run",
+			"step 5  the model asks for issue_refund",
+			"the policy holds issue_refund for a person: refunds above 50 USD",
+			"issue_refund approved by policy:demo-auto",
+			"NOT so in the world: reason in CRM",
+			"why        the world does not show: reason in CRM",
+			"    step 6   reply",
+			"status        escalated: the model said it was done, and the world says otherwise",
+			"6 steps, 7 model calls",
+		},
+		"budget": {
+			"  step 3  the model asks for get_account",
+			"the run pauses: it has spent $0.000482, the next model call would cost $0.000781, and its budget is $0.001200",
+			"  step 4  resumed by human:demo-operator, who adds $0.002 to its budget",
+			"  answer  the model writes its answer",
+			"the run is done: every requirement holds in the world",
+			"status        done: verified in the world",
+		},
+		"stuck": {
+			"the loop detector (progress) fires: the model is told to change course (REPLAN)",
+			"the loop detector (progress) fires again: the run goes to a person",
+			"the run is handed to a person: it was going round in circles",
+			"done       nothing yet changed in the world",
+		},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			db := filepath.Join(t.TempDir(), "belay.db")
+			if err := run(context.Background(), []string{"demo", "--scenario", name, "--db", db}, &out, &errb); err != nil {
+				t.Fatalf("demo --scenario %s: %v\n%s", name, err, errb.String())
+			}
+			text := out.String()
+			for _, w := range want {
+				if !strings.Contains(text, w) {
+					t.Errorf("the %s demo does not say %q:\n%s", name, w, text)
+				}
+			}
+			for _, jargon := range []string{"epoch", "step 0", "waiting_approval (waiting_approval)", `{"complete"`, "lease released"} {
+				if strings.Contains(text, jargon) {
+					t.Errorf("the %s demo says %q:\n%s", name, jargon, text)
+				}
+			}
+		})
 	}
 }
 

@@ -97,7 +97,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The event streams' hub sees this process's events as they commit.
 	events := server.NewEventHub(st, 0, logger)
 	observers := observers{metrics.New(reg), events, runLog{logger}}
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
 		// The exporter reads the endpoint and headers from the standard
 		// OTEL_EXPORTER_OTLP_* variables.
 		exp, err := otlptracehttp.New(ctx)

@@ -359,7 +359,7 @@ func printEscalation(w io.Writer, raw json.RawMessage) {
 		return
 	}
 	fmt.Fprintf(w, "\nescalation: %s, %s\n", e.Status, e.Reason)
-	fmt.Fprintf(w, "  why        %s\n", oneLine(e.Detail, 0))
+	fmt.Fprintf(w, "  why        %s\n", packetWhy(e))
 	fmt.Fprintf(w, "  asked      %s\n", oneLine(e.Asked, previewLen))
 	if len(e.Missing) > 0 {
 		fmt.Fprintf(w, "  missing    %s\n", strings.Join(e.Missing, "; "))
