@@ -90,6 +90,10 @@ import (
 // File is a parsed configuration file.
 type File struct {
 	Agents []Agent `yaml:"agents"`
+	// Serve holds belay serve's settings, named as its flags with _ for -
+	// (addr, database_url, keep_ended). belay serve reads and checks them;
+	// this package keeps them as the file wrote them.
+	Serve map[string]any `yaml:"serve"`
 	// Slack is read by package slack (belay serve --slack), not here.
 	Slack any `yaml:"slack"`
 

@@ -66,7 +66,15 @@ var (
 	admins    = []store.Role{store.RoleAdmin}
 )
 
-func (s *Server) apiRoutes(mux *http.ServeMux) {
+// routeMux is where routes are registered: the server's mux, or a test's
+// list of them.
+type routeMux interface {
+	Handle(pattern string, h http.Handler)
+	HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request))
+}
+
+func (s *Server) apiRoutes(mux routeMux) {
+	mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
 	mux.Handle("POST /v1/runs", s.api(s.createRun, operators...))
 	mux.Handle("GET /v1/runs", s.api(s.listRuns, readers...))
 	mux.Handle("GET /v1/runs/{id}", s.api(s.getRun, readers...))
@@ -89,7 +97,7 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /v1/webhooks/{id}/disable", s.api(s.disableWebhook, admins...))
 	mux.Handle("GET /v1/webhooks/{id}/deliveries", s.api(s.listDeliveries, admins...))
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errNotFound("no such endpoint: "+r.Method+" "+r.URL.Path+"; see the README's API section"))
+		writeError(w, errNotFound("no such endpoint: "+r.Method+" "+r.URL.Path+"; GET /v1/openapi.json lists them"))
 	})
 }
 
@@ -395,8 +403,67 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, p Principal
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+	out := make([]messageWire, 0, len(msgs))
+	for _, m := range msgs {
+		blocks := make([]any, len(m.Content))
+		for i, b := range m.Content {
+			blocks[i] = blockWire(b)
+		}
+		out = append(out, messageWire{Seq: m.Seq, Step: m.Step, Role: m.Role, Content: blocks})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": out})
 	return nil
+}
+
+// messageWire is a message as the API shows it: its blocks in the shape
+// the providers and belay show --json give them, with snake_case names.
+type messageWire struct {
+	Seq     int    `json:"seq"`
+	Step    int    `json:"step"`
+	Role    string `json:"role"`
+	Content []any  `json:"content"`
+}
+
+// blockWire shows a content block with the fields of its type; a block of
+// a type Belay does not model is its provider's JSON object as it was.
+func blockWire(b model.Block) any {
+	switch b.Type {
+	case model.TypeText:
+		return struct {
+			Type model.BlockType `json:"type"`
+			Text string          `json:"text"`
+		}{b.Type, b.Text}
+	case model.TypeToolUse:
+		input := validJSON(b.Input)
+		if input == nil {
+			input = json.RawMessage("{}")
+		}
+		return struct {
+			Type  model.BlockType `json:"type"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}{b.Type, b.ID, b.Name, input}
+	case model.TypeToolResult:
+		return struct {
+			Type      model.BlockType `json:"type"`
+			ToolUseID string          `json:"tool_use_id"`
+			Content   string          `json:"content"`
+			IsError   bool            `json:"is_error"`
+		}{b.Type, b.ToolUseID, b.Content, b.IsError}
+	case model.TypeThinking:
+		return struct {
+			Type      model.BlockType `json:"type"`
+			Thinking  string          `json:"thinking"`
+			Signature string          `json:"signature"`
+		}{b.Type, b.Thinking, b.Signature}
+	}
+	if raw := validJSON(b.Raw); raw != nil {
+		return raw
+	}
+	return struct {
+		Type model.BlockType `json:"type"`
+	}{b.Type}
 }
 
 type noteRequest struct {

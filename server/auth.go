@@ -120,6 +120,7 @@ func (s *Server) verifyKey(ctx context.Context, key string) (Principal, error) {
 	if subtle.ConstantTimeCompare([]byte(hashSecret(m[2])), []byte(k.SecretHash)) != 1 || !k.RevokedAt.IsZero() {
 		return Principal{}, errBadKey
 	}
+	noteTenant(ctx, k.Tenant)
 	return Principal{KeyID: k.ID, Tenant: k.Tenant, Name: k.Name, Roles: k.Roles}, nil
 }
 
@@ -169,6 +170,7 @@ func (s *Server) session(r *http.Request) (Principal, bool) {
 	if err != nil || !k.RevokedAt.IsZero() {
 		return Principal{}, false
 	}
+	noteTenant(r.Context(), k.Tenant)
 	return Principal{KeyID: k.ID, Tenant: k.Tenant, Name: k.Name, Roles: k.Roles}, true
 }
 

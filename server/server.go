@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +25,9 @@ type Config struct {
 	Runtime *belay.Runtime
 	// Store is the runtime's store. Required.
 	Store store.AccessStore
-	// Logger receives request errors. Default: discard.
+	// Logger receives request errors, and a line per request at info level;
+	// the probes and the GET routes of Operational (a scrape of /metrics)
+	// at debug. Default: discard.
 	Logger *slog.Logger
 	// SecureCookies marks the session cookie Secure even when the request
 	// did not arrive over TLS (a proxy terminates it). Requests over TLS
@@ -126,8 +129,10 @@ func New(cfg Config) (*Server, error) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
+	quiet := map[string]bool{"GET /healthz": true, "GET /readyz": true}
 	for pattern, h := range cfg.Operational {
 		mux.Handle(pattern, h)
+		quiet[pattern] = strings.HasPrefix(pattern, "GET ")
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -144,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 		writeError(w, &apiError{status: http.StatusForbidden, Code: "cross_origin",
 			Message: "cross-origin requests that change state are refused; use the console on its own origin, or an API client"})
 	}))
-	s.handler = s.limitBodyTime(securityHeaders(cop.Handler(mux)))
+	s.handler = logRequests(cfg.Logger, mux, quiet, s.limitBodyTime(securityHeaders(cop.Handler(mux))))
 	return s, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"syscall"
 	"time"
 
 	"github.com/belayrun/belay"
@@ -116,7 +115,7 @@ func benchTakeover(ctx context.Context, cfg takeoverConfig) (takeoverResult, err
 		return takeoverResult{}, err
 	}
 	killed := time.Now()
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := a.cmd.Process.Kill(); err != nil {
 		return takeoverResult{}, fmt.Errorf("bench: kill worker A: %w", err)
 	}
 	lat, err := awaitTakeover(ctx, s, held, killed, cfg.ttl+30*time.Second)
@@ -222,7 +221,7 @@ type frozenAt struct {
 func freeze(ctx context.Context, w *benchWorker, path string) (frozenAt, error) {
 	for tries := 1; tries <= 10; tries++ {
 		at := time.Now()
-		if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := stopProcess(w.cmd.Process); err != nil {
 			return frozenAt{}, fmt.Errorf("bench: stop worker B: %w", err)
 		}
 		if path == "" {
@@ -235,7 +234,7 @@ func freeze(ctx context.Context, w *benchWorker, path string) (frozenAt, error) 
 		if free {
 			return frozenAt{at: at, tries: tries}, nil
 		}
-		if err := w.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err := continueProcess(w.cmd.Process); err != nil {
 			return frozenAt{}, fmt.Errorf("bench: let worker B go on: %w", err)
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {

@@ -78,6 +78,7 @@ func commands() []command {
 		{name: "worker", summary: "execute due runs of the support agent (used by demo)", run: runWorker, hidden: true},
 		{name: "bench-worker", summary: "execute due runs of bench's agents (used by bench)", run: runBenchWorker, hidden: true},
 		{name: "bench-server", summary: "serve bench's agents with the HTTP API (used by bench --streams)", run: runBenchServer, hidden: true},
+		{name: "probe", summary: "ask a belay serve whether it is ready (health checks in images without a shell)", run: runProbe, hidden: true},
 	}
 }
 

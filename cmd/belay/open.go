@@ -87,6 +87,9 @@ func (t *storeTarget) check() error {
 // String is the flag that names the target, for messages that tell a user
 // what to run next.
 func (t *storeTarget) String() string {
+	if t.url != "" && t.schema != "" {
+		return "--database-url " + redactURL(t.url) + " --schema " + t.schema
+	}
 	if t.url != "" {
 		return "--database-url " + redactURL(t.url)
 	}
@@ -252,14 +255,20 @@ func getRun(ctx context.Context, s store.Store, db *storeTarget, id string) (sto
 
 // dbFlag registers --db and --database-url: the store a command works on.
 func dbFlag(fs *commandFlags) *storeTarget {
-	def := os.Getenv("BELAY_DB")
+	return dbFlagEnv(fs, os.Getenv)
+}
+
+// dbFlagEnv is dbFlag reading $BELAY_DB, $BELAY_DATABASE_URL and
+// $BELAY_SCHEMA through getenv.
+func dbFlagEnv(fs *commandFlags, getenv func(string) string) *storeTarget {
+	def := getenv("BELAY_DB")
 	if def == "" {
 		def = "belay.db"
 	}
-	t := &storeTarget{path: def, url: os.Getenv("BELAY_DATABASE_URL")}
+	t := &storeTarget{path: def, url: getenv("BELAY_DATABASE_URL")}
 	fs.Var(targetFlag{t: t}, "db", "path of the SQLite database (or $BELAY_DB; given, it wins over $BELAY_DATABASE_URL)")
 	fs.Var(targetFlag{t: t, url: true}, "database-url", "PostgreSQL URL, instead of --db (or $BELAY_DATABASE_URL)")
-	fs.StringVar(&t.schema, "schema", "", "with --database-url, the schema of Belay's tables (default belay)")
+	fs.StringVar(&t.schema, "schema", getenv("BELAY_SCHEMA"), "with --database-url, the schema of Belay's tables (default belay, or $BELAY_SCHEMA)")
 	return t
 }
 

@@ -33,7 +33,21 @@ Runs workers for the support agent, or the agents of --config FILE, with the
 HTTP API (/v1/), the approval console (/console/) and /metrics, until SIGTERM
 or SIGINT; then each step in flight finishes and its lease is released, so
 another worker takes the run over at once. Creates the store if it does not
-exist. Several serve processes may share one store.`
+exist. Several serve processes may share one store.
+
+Each setting is taken from its flag, else from its environment variable,
+else from its key under serve: in the --config file, else its default; the
+variable and the key follow each flag below, in brackets. The models of
+--config read their keys from ANTHROPIC_API_KEY and OPENAI_API_KEY, and
+traces are exported by OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (with
+the other OTEL_EXPORTER_OTLP_ variables). Logs go to stderr: a line per
+request, and a line when a run is created, claimed, waits, ends or is
+released, at info level.`
+
+// httpShutdownTimeout is how long open requests get to finish once the
+// workers have stopped: a stop takes up to --grace and this, and a
+// deployment's grace period must be longer (deploy/ holds it to that).
+const httpShutdownTimeout = 10 * time.Second
 
 // runServe runs workers for the support-desk agent, or the agents of a
 // configuration file, with the HTTP API, the approval console and the
@@ -42,60 +56,29 @@ exist. Several serve processes may share one store.`
 // another worker takes it over at once. Several serve processes may share
 // one store.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", serveUsage, stdout)
-	db := dbFlag(fs)
-	worldPath := fs.String("world", "", "path of the support world's database (default: DB + .world)")
-	workers := fs.Int("workers", 16, "runs executed at once")
-	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
-	grace := fs.Duration("grace", 30*time.Second, "how long a shutdown waits for steps in flight")
-	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
-	addr := fs.String("addr", "127.0.0.1:8080", "address of the API, the console and /metrics")
-	publicURL := fs.String("public-url", "", "URL people reach the console at, for links in notifications (default http://ADDR)")
-	secureCookies := fs.Bool("secure-cookies", false, "mark session cookies Secure (set it when a TLS proxy fronts the server)")
-	allowPrivateWebhooks := fs.Bool("allow-private-webhooks", false,
-		"let webhooks reach loopback, private, link-local and other non-public addresses, for development and tests; "+
-			"by default such URLs are refused at registration and deliveries to them fail")
-	bodyTimeout := fs.Duration("body-timeout", 10*time.Second,
-		"how long a request body may take to arrive after its headers; a slower one is answered 408 and its connection closed")
-	configPath := fs.String("config", "", "agents from a file (models, instructions, MCP servers, policy, budget) instead of the support desk")
-	slow := slowToolFlag(fs.FlagSet)
-	slackPath := fs.String("slack", "", "post approval cards to Slack and take decisions made there, as the slack section of this file (belay.yaml) says; "+
-		"the bot token and signing secret are read from the environment variables it names")
-	keepEnded := fs.String("keep-ended", "", "delete runs that ended longer ago than this, with all they own: 90d, 720h (default: keep every run)")
-	if err := fs.parseNone(args); err != nil {
+	set, err := parseServe(args, stdout, os.Getenv)
+	if err != nil {
 		return err
 	}
-	if *bodyTimeout <= 0 {
-		return usageError{"serve: --body-timeout must be positive, like 10s"}
-	}
-	var keep time.Duration
-	if *keepEnded != "" {
-		k, err := parseAge(*keepEnded)
-		if err != nil {
-			return usageError{"serve: --keep-ended: " + err.Error()}
-		}
-		keep = k
-	}
+	db := set.db
+	logger := set.logger(stderr)
+	logger.LogAttrs(ctx, slog.LevelInfo, "settings", set.attrs()...)
 	st, err := db.openAccess(ctx, accessCreate)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	var agents []*belay.Agent
-	if *configPath != "" {
-		f, err := config.Load(*configPath)
-		if err != nil {
-			return err
-		}
+	if set.file != nil {
 		var closeMCP func() error
 		// The requirements that read a run's effects read them here.
-		agents, closeMCP, err = f.BuildWith(ctx, config.BuildParams{Models: buildModel, Effects: st})
+		agents, closeMCP, err = set.file.BuildWith(ctx, config.BuildParams{Models: buildModel, Effects: st})
 		if err != nil {
 			return err
 		}
 		defer closeMCP()
 	} else {
-		world, agent, err := openSupport(ctx, "serve", db, *worldPath, *policyPath)
+		world, agent, err := openSupport(ctx, "serve", db, set.world, set.policy)
 		if err != nil {
 			return err
 		}
@@ -105,16 +88,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		agents = []*belay.Agent{agent}
 	}
-	if err := slow.apply(agents[0], stdout); err != nil {
+	if err := set.slow.apply(agents[0], stdout); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewStoreCollector(st))
 	// The event streams' hub sees this process's events as they commit.
 	events := server.NewEventHub(st, 0, logger)
-	observers := observers{metrics.New(reg), events}
+	observers := observers{metrics.New(reg), events, runLog{logger}}
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
 		// The exporter reads the endpoint and headers from the standard
 		// OTEL_EXPORTER_OTLP_* variables.
@@ -126,23 +108,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer spans.Shutdown(context.WithoutCancel(ctx))
 		observers = append(observers, spans)
 	}
-	rt, err := belay.New(belay.Config{Store: st, Agents: agents, Workers: *workers,
-		LeaseTTL: *leaseTTL, HumanApproval: true, Logger: logger, Observer: observers, KeepEnded: keep})
+	rt, err := belay.New(belay.Config{Store: st, Agents: agents, Workers: set.workers,
+		LeaseTTL: set.leaseTTL, HumanApproval: true, Logger: logger, Observer: observers, KeepEnded: set.keep})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", set.addr)
 	if err != nil {
-		return fmt.Errorf("serve: listen on %s: %w (pass --addr to choose another)", *addr, err)
+		return fmt.Errorf("serve: listen on %s: %w (pass --addr to choose another)", set.addr, err)
 	}
-	base := *publicURL
+	base := set.publicURL
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
 	operational := map[string]http.Handler{"GET /metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	var deliverers map[string]webhook.Deliverer
-	if *slackPath != "" {
-		app, err := openSlack(ctx, *slackPath, rt, st, base, logger)
+	if set.slack != "" {
+		app, err := openSlack(ctx, set.slack, rt, st, base, logger)
 		if err != nil {
 			return err
 		}
@@ -150,8 +132,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		operational["POST /slack/interactivity"] = app
 		deliverers = map[string]webhook.Deliverer{slack.Scheme: app}
 	}
-	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, Events: events, SecureCookies: *secureCookies,
-		AllowPrivateWebhooks: *allowPrivateWebhooks, BodyTimeout: *bodyTimeout, Operational: operational})
+	api, err := server.New(server.Config{Runtime: rt, Store: st, Logger: logger, Events: events, SecureCookies: set.secureCookies,
+		AllowPrivateWebhooks: set.allowPrivateWebhooks, BodyTimeout: set.bodyTimeout, Operational: operational})
 	if err != nil {
 		return err
 	}
@@ -165,11 +147,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	defer func() {
-		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
 		defer cancel()
 		_ = srv.Shutdown(shutCtx)
 	}()
-	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base, AllowPrivateDestinations: *allowPrivateWebhooks,
+	sender := webhook.New(st, webhook.Options{Logger: logger, ConsoleURL: base, AllowPrivateDestinations: set.allowPrivateWebhooks,
 		Deliverers: deliverers})
 	senderDone := make(chan error, 1)
 	go func() { senderDone <- sender.Run(ctx) }()
@@ -178,13 +160,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := rt.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "belay serve: %d workers on %s (owner %s); console %s/console/, API %s/v1/, metrics %s/metrics; SIGTERM stops gracefully\n",
-		*workers, db.Name(), rt.Owner(), base, base, base)
+	fmt.Fprintf(stdout, "belay serve: %d workers on %s (owner %s), listening on %s; console %s/console/, API %s/v1/, metrics %s/metrics; SIGTERM stops gracefully\n",
+		set.workers, db.Name(), rt.Owner(), ln.Addr(), base, base, base)
 	if ok, err := server.HasKeys(ctx, st); err == nil && !ok {
 		fmt.Fprintf(stdout, "belay serve: no API keys yet; create one to sign in:\n  belay keys create --tenant acme --role approver --role operator --name you@example.com %s\n", db)
 	}
 	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), *grace)
+	stopCtx, cancel := context.WithTimeout(context.Background(), set.grace)
 	defer cancel()
 	if err := rt.Stop(stopCtx); err != nil {
 		return fmt.Errorf("stop: %w", err)
