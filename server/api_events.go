@@ -65,10 +65,34 @@ func eventCursor(r *http.Request) (int64, error) {
 	return 0, nil
 }
 
-// streamEvents follows a run's trace as it is written. A waiting stream is
-// woken by the server's EventHub; it polls nothing itself. Every keepalive
-// it also checks its key again, so a revoked key's stream ends then.
+// streamEvents is GET /v1/runs/{id}/events: the run's events, each a
+// message. Every keepalive it checks its key again, so a revoked key's
+// stream ends then.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p Principal) error {
+	return s.followRun(w, r, p, eventFeed{
+		recheck: func(r *http.Request) error { _, err := s.bearer(r); return err },
+		write: func(out io.Writer, es []store.Event) {
+			for _, e := range es {
+				writeEvent(out, e)
+			}
+		},
+	})
+}
+
+// eventFeed is what a follower of a run's trace sends, and how it checks
+// that its reader may still read.
+type eventFeed struct {
+	// recheck returns an error once the request's credentials no longer
+	// hold; it is asked at every keepalive.
+	recheck func(*http.Request) error
+	// write writes a batch of events, in order.
+	write func(out io.Writer, es []store.Event)
+}
+
+// followRun follows a run's trace as it is written, sending each batch as
+// feed writes it, then an end message once the run has ended. A waiting
+// stream is woken by the server's EventHub; it polls nothing itself.
+func (s *Server) followRun(w http.ResponseWriter, r *http.Request, p Principal, feed eventFeed) error {
 	run, err := s.tenantRun(r, p)
 	if err != nil {
 		return err
@@ -109,11 +133,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p Principa
 			s.streamFailed(out, rc, r, run.ID, err)
 			return nil
 		}
-		for _, e := range es {
-			writeEvent(out, e)
-			after = e.Seq
-		}
 		if len(es) > 0 {
+			feed.write(out, es)
+			after = es[len(es)-1].Seq
 			s.hub.read(run.ID, after)
 			if rc.Flush() != nil {
 				return nil
@@ -129,17 +151,17 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, p Principa
 			_ = rc.Flush()
 			return nil
 		}
-		if !s.awaitEvents(out, rc, r, run.ID, sub, keepalive) {
+		if !s.awaitEvents(out, rc, r, run.ID, sub, keepalive, feed.recheck) {
 			return nil
 		}
 	}
 }
 
 // awaitEvents waits until the hub wakes the stream, sending a keepalive
-// whenever it stays silent that long, and checking the key again then. It
-// reports false when the stream is to end: the client left, the server is
-// shutting down, or the key no longer holds.
-func (s *Server) awaitEvents(out io.Writer, rc *http.ResponseController, r *http.Request, runID string, sub *eventStream, keepalive *time.Timer) bool {
+// whenever it stays silent that long, and checking the reader's credentials
+// again then. It reports false when the stream is to end: the client left,
+// the server is shutting down, or the credentials no longer hold.
+func (s *Server) awaitEvents(out io.Writer, rc *http.ResponseController, r *http.Request, runID string, sub *eventStream, keepalive *time.Timer, recheck func(*http.Request) error) bool {
 	for {
 		select {
 		case <-r.Context().Done():
@@ -149,7 +171,7 @@ func (s *Server) awaitEvents(out io.Writer, rc *http.ResponseController, r *http
 		case <-sub.wake:
 			return true
 		case <-keepalive.C:
-			if _, err := s.bearer(r); err != nil {
+			if err := recheck(r); err != nil {
 				s.streamFailed(out, rc, r, runID, err)
 				return false
 			}

@@ -34,6 +34,9 @@ type page struct {
 	// Live names the view the page's live updates watch, and Version its
 	// state when rendered; empty for pages that do not update.
 	Live    string
+	// Follow, on a run's page, is the run's event stream after the last
+	// event the page shows: the page follows it instead of Live.
+	Follow string
 	Version string
 	Flash   string
 	Error   string
@@ -88,6 +91,7 @@ func (s *Server) consoleRoutes() (map[string]http.Handler, error) {
 		"POST /console/approvals/{id}/decision": s.page(s.decisionForm, approvers...),
 		"GET /console/runs":                     s.page(s.runsPage, readers...),
 		"GET /console/runs/{id}":                s.page(s.runPage, readers...),
+		"GET /console/runs/{id}/events":         http.HandlerFunc(s.followRunPage),
 		"POST /console/runs/{id}/cancel":        s.page(s.cancelForm, operators...),
 		"GET /console/stats":                    s.page(s.statsPage, readers...),
 		"GET /console/live":                     http.HandlerFunc(s.live),
@@ -513,6 +517,13 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*
 		return nil, err
 	}
 	pg := &page{Title: "Run " + run.ID, Nav: "run", Live: live, Version: version, Data: d}
+	if !run.Status.Terminal() {
+		var after int64
+		if len(events) > 0 {
+			after = events[len(events)-1].Seq
+		}
+		pg.Follow = fmt.Sprintf("/console/runs/%s/events?after=%d", url.PathEscape(run.ID), after)
+	}
 	if id := r.URL.Query().Get("decided"); id != "" {
 		for _, a := range as {
 			if a.ID == id && a.Status != store.ApprovalPending {

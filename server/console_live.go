@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -128,5 +129,44 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 			idle = 0
 		}
+	}
+}
+
+// errSessionEnded ends a console stream whose session has ended, or whose
+// key no longer has the roles the page needs.
+var errSessionEnded = &apiError{status: http.StatusUnauthorized, Code: "unauthenticated",
+	Message: "your console session has ended, or its key no longer reads runs: sign in again"}
+
+// followRunPage is GET /console/runs/{id}/events, the run page's live
+// updates: the run's trace followed as the API's stream follows it, woken
+// by the server's EventHub, polling nothing. Each batch of new events is
+// one change message, whose id is the last event's seq: the page fetches
+// itself again, and a browser that reconnects resumes after it.
+func (s *Server) followRunPage(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.session(r)
+	if !ok {
+		http.Error(w, "sign in first", http.StatusUnauthorized)
+		return
+	}
+	if !p.Has(readers...) {
+		http.Error(w, fmt.Sprintf("your key's roles (%s) do not allow this view; it needs one of: %s", joinRoles(p.Roles), joinRoles(readers)),
+			http.StatusForbidden)
+		return
+	}
+	err := s.followRun(w, r, p, eventFeed{
+		recheck: func(r *http.Request) error {
+			if p, ok := s.session(r); !ok || !p.Has(readers...) {
+				return errSessionEnded
+			}
+			return nil
+		},
+		write: func(out io.Writer, es []store.Event) {
+			last := es[len(es)-1].Seq
+			fmt.Fprintf(out, "id: %d\nevent: change\ndata: %d\n\n", last, last)
+		},
+	})
+	if err != nil {
+		ae := classify(err)
+		http.Error(w, ae.Message, ae.status)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -399,4 +401,67 @@ func TestConsoleRejectNoteThatIsNotUTF8(t *testing.T) {
 			t.Errorf("approval %s with note %q, want rejected with the bad byte replaced", got.Status, got.Note)
 		}
 	})
+}
+
+// A run's page follows the run's own event stream, woken by the server's
+// hub rather than a poll of the store: a decision taken elsewhere and the
+// steps it lets run each say change, and the run's end says end.
+func TestConsoleRunPageFollowsTheRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	op := f.key("acme", "ops", store.RoleOperator)
+	approver := f.key("acme", "maya", store.RoleApprover)
+	run, a := f.approvalFlow(op, approver)
+	c := f.signIn(approver)
+	_, page := get(t, c, f.http.URL+"/console/runs/"+run.ID)
+	m := regexp.MustCompile(`data-follow="(/console/runs/[^"?]+/events\?after=(\d+))"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the page of a waiting run does not follow its events:\n%s", page)
+	}
+	events, err := f.st.Events(t.Context(), run.ID)
+	if err != nil || strconv.Itoa(int(events[len(events)-1].Seq)) != m[2] {
+		t.Fatalf("the page follows after event %s; the run's last is %d (%v)", m[2], len(events), err)
+	}
+	follow := strings.ReplaceAll(m[1], "&amp;", "&")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.http.URL+follow, nil)
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("follow: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	if r := f.do("POST", "/v1/approvals/"+a.ID+"/decision", approver, map[string]any{"decision": "approve", "binding": a.Binding}); r.status != 200 {
+		t.Fatalf("decide: %d", r.status)
+	}
+	f.drain()
+	body, err := io.ReadAll(res.Body) // the stream ends with the run
+	if err != nil && ctx.Err() != nil {
+		t.Fatalf("the stream did not end with the run: %v\n%s", err, body)
+	}
+	if !strings.Contains(string(body), "event: change") || !strings.HasSuffix(strings.TrimSpace(string(body)), `"stop_reason":"verified"}`) ||
+		!strings.Contains(string(body), "event: end") {
+		t.Errorf("the stream of a run approved and finished:\n%s", body)
+	}
+	if strings.Contains(string(body), "issue_refund") {
+		t.Errorf("the page's stream carries the events themselves, which the page does not read:\n%s", body)
+	}
+
+	// A page of an ended run follows nothing.
+	if _, page := get(t, c, f.http.URL+"/console/runs/"+run.ID); strings.Contains(page, "data-follow") {
+		t.Error("the page of an ended run follows its events")
+	}
+	// Another tenant cannot follow the run, nor can a request without a
+	// session.
+	other := f.signIn(f.key("globex", "bea", store.RoleApprover))
+	if status, _ := get(t, other, f.http.URL+follow); status != 404 {
+		t.Errorf("globex follows acme's run: %d", status)
+	}
+	if status, _ := get(t, http.DefaultClient, f.http.URL+follow); status != 401 {
+		t.Errorf("following without a session: %d", status)
+	}
 }

@@ -10,11 +10,16 @@
   var version = body.dataset.version;
   var source;
 
+  // A run's page follows the run's own event stream: each batch of new
+  // events says change, and the run's end says end, after which nothing
+  // more comes. Other pages watch a fingerprint of what they show.
   function connect() {
-    source = new EventSource("/console/live?view=" + encodeURIComponent(view) + "&v=" + encodeURIComponent(version));
+    var follow = body.dataset.follow;
+    source = new EventSource(follow || "/console/live?view=" + encodeURIComponent(view) + "&v=" + encodeURIComponent(version));
     source.addEventListener("open", function () { if (status) status.textContent = "live"; });
-    source.addEventListener("error", function () { if (status) status.textContent = "reconnecting…"; });
+    source.addEventListener("error", function () { if (status && source.readyState !== EventSource.CLOSED) status.textContent = "reconnecting…"; });
     source.addEventListener("change", function (ev) { refresh(ev.data); });
+    source.addEventListener("end", function () { source.close(); refresh(""); });
   }
 
   // An open form (an edit or a rejection being typed) is never swapped
