@@ -143,3 +143,58 @@ func ExampleError() {
 	// true
 	// 403 forbidden
 }
+
+// Events follows a run as it is written, until it ends; a loop that
+// remembers the last Seq it saw resumes after it, here or after a restart.
+func ExampleClient_Events() {
+	ts, err := startServer()
+	if err != nil {
+		panic(err)
+	}
+	defer ts.Close()
+	ctx := context.Background()
+	ops, _ := client.New(ts.URL, ts.key("ops", store.RoleOperator), client.Config{})
+	run, err := ops.CreateRun(ctx, client.RunRequest{Agent: "support", User: "ada",
+		Input: "I was charged twice for INV-2026-004512 - Ada (ada@example.com), ticket T-1001"})
+	if err != nil {
+		panic(err)
+	}
+	ts.work() // a worker of belay serve runs it, up to the refund, which waits for a person
+
+	// The run waits: its stream has what was written and goes on waiting,
+	// so this reader stops at the approval it needs.
+	var last int64
+	for ev, err := range ops.Events(ctx, run.ID, client.EventsOptions{}) {
+		if err != nil {
+			panic(err)
+		}
+		last = ev.Seq
+		if ev.Type == "approval_requested" {
+			fmt.Println("waiting for a person after event", ev.Seq)
+			break
+		}
+	}
+	maya, _ := client.New(ts.URL, ts.key("maya@example.com", store.RoleApprover), client.Config{})
+	pending, _ := maya.Approvals(ctx, client.ApprovalFilter{Status: client.ApprovalPending, RunID: run.ID})
+	if _, err := maya.Decide(ctx, pending[0].ID, client.Decision{Verdict: client.Approve, Binding: pending[0].Binding}); err != nil {
+		panic(err)
+	}
+	ts.work()
+
+	// Resumed after the last event seen, to the run's end.
+	for ev, err := range ops.Events(ctx, run.ID, client.EventsOptions{After: last}) {
+		if err != nil {
+			panic(err)
+		}
+		if ev.Seq != 0 && ev.Seq != last+1 {
+			panic(fmt.Sprintf("event %d after %d", ev.Seq, last))
+		}
+		last = max(last, ev.Seq)
+		if ev.End != nil {
+			fmt.Println(ev.Type, ev.End.Status, ev.End.StopReason)
+		}
+	}
+	// Output:
+	// waiting for a person after event 20
+	// end done verified
+}
