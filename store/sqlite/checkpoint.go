@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	_ "embed"
@@ -17,6 +16,8 @@ var (
 	runCheckpointSQL string
 	//go:embed query/run_checkpoint_keep.sql
 	runCheckpointKeepSQL string
+	//go:embed query/journal_checkpoint.sql
+	journalCheckpointSQL string
 )
 
 // Checkpoint writes one step in one savepoint of the writer's transaction:
@@ -34,8 +35,7 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 	journal := sqlrow.NewJournalEntry(p.Now, p.Messages, p.Events)
 	err := s.writer.do(ctx, checkpointBytes(p), func(ctx context.Context, tx *writeTx) error {
 		u := p.Run
-		var ref, events int64
-		err := tx.QueryRowContext(ctx, query,
+		res, err := tx.ExecContext(ctx, query,
 			sql.Named("id", p.Fence.RunID),
 			sql.Named("owner", p.Fence.Owner),
 			sql.Named("epoch", p.Fence.Epoch),
@@ -57,15 +57,27 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 			sql.Named("escalation", []byte(u.Escalation)),
 			sql.Named("lease_expires", sqlrow.Nanos(u.LeaseExpires)),
 			sql.Named("now", sqlrow.Nanos(p.Now)),
-		).Scan(&ref, &events)
-		if errors.Is(err, sql.ErrNoRows) {
-			return whyRefused(ctx, tx, p.Fence, journal.FirstMessage)
-		}
+		)
 		if err != nil {
 			return err
 		}
-		if err := insertJournal(ctx, tx, ref, events, journal); err != nil {
+		if n, err := res.RowsAffected(); err != nil {
 			return err
+		} else if n != 1 {
+			return whyRefused(ctx, tx, p.Fence, journal.FirstMessage)
+		}
+		if !journal.Empty() {
+			if _, err := tx.ExecContext(ctx, journalCheckpointSQL,
+				sql.Named("id", p.Fence.RunID),
+				sql.Named("step", journal.Step),
+				sql.Named("at", journal.At),
+				sql.Named("first_message", journal.MessageColumn()),
+				sql.Named("messages", journal.Messages),
+				sql.Named("events", journal.Events),
+				sql.Named("body", journal.Body),
+			); err != nil {
+				return fmt.Errorf("append to the journal: %w", err)
+			}
 		}
 		if err := settleEffects(ctx, tx, p.Now, p.Effects); err != nil {
 			return err

@@ -24,5 +24,4 @@ SET status = @status,
 WHERE id = @id AND lease_owner = @owner AND lease_owner <> '' AND lease_epoch = @epoch
     AND status NOT IN ('done', 'failed', 'escalated', 'canceled')
     -- Messages are appended after the run's last one, never over it.
-    AND (@first_message < 0 OR message_count <= @first_message)
-RETURNING ref, event_count;
+    AND (@first_message < 0 OR message_count <= @first_message);
