@@ -16,8 +16,6 @@ var (
 	runCheckpointSQL string
 	//go:embed query/run_checkpoint_keep.sql
 	runCheckpointKeepSQL string
-	//go:embed query/journal_checkpoint.sql
-	journalCheckpointSQL string
 )
 
 // Checkpoint writes one step in one savepoint of the writer's transaction:
@@ -66,18 +64,8 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 		} else if n != 1 {
 			return whyRefused(ctx, tx, p.Fence, journal.FirstMessage)
 		}
-		if !journal.Empty() {
-			if _, err := tx.ExecContext(ctx, journalCheckpointSQL,
-				sql.Named("id", p.Fence.RunID),
-				sql.Named("step", journal.Step),
-				sql.Named("at", journal.At),
-				sql.Named("first_message", journal.MessageColumn()),
-				sql.Named("messages", journal.Messages),
-				sql.Named("events", journal.Events),
-				sql.Named("body", journal.Body),
-			); err != nil {
-				return fmt.Errorf("append to the journal: %w", err)
-			}
+		if err := appendJournal(ctx, tx, p.Fence.RunID, journal); err != nil {
+			return err
 		}
 		if err := settleEffects(ctx, tx, p.Now, p.Effects); err != nil {
 			return err

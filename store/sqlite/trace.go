@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,8 +14,8 @@ import (
 )
 
 var (
-	//go:embed query/journal_insert.sql
-	journalInsertSQL string
+	//go:embed query/journal_append.sql
+	journalAppendSQL string
 	//go:embed query/journal_messages.sql
 	journalMessagesSQL string
 	//go:embed query/journal_events.sql
@@ -79,23 +78,22 @@ func (s *Store) EventsAfter(ctx context.Context, p store.EventsAfterParams) ([]s
 	return sqlrow.JournalEventsOf(rows, sqlrow.Cursors(p.Runs), p.Limit)
 }
 
-// insertJournal writes j as a row of the journal of the run ref, whose
-// event count, with j's events counted, is eventCount.
-func insertJournal(ctx context.Context, tx *writeTx, ref, eventCount int64, j sqlrow.JournalEntry) error {
+// appendJournal writes j as a row of the journal of run runID, whose event
+// count, raised by the write before it in the transaction, counts j's
+// events.
+func appendJournal(ctx context.Context, tx *writeTx, runID string, j sqlrow.JournalEntry) error {
 	if j.Empty() {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, journalInsertSQL,
-		sql.Named("ref", ref),
+	if _, err := tx.ExecContext(ctx, journalAppendSQL,
+		sql.Named("id", runID),
 		sql.Named("step", j.Step),
 		sql.Named("at", j.At),
 		sql.Named("first_message", j.MessageColumn()),
 		sql.Named("messages", j.Messages),
-		sql.Named("first_event", eventCount-int64(j.Events)+1),
 		sql.Named("events", j.Events),
 		sql.Named("body", j.Body),
-	)
-	if err != nil {
+	); err != nil {
 		return fmt.Errorf("append to the journal: %w", err)
 	}
 	return nil
@@ -108,15 +106,16 @@ func appendEvents(ctx context.Context, tx *writeTx, runID string, j sqlrow.Journ
 	if j.Empty() {
 		return nil
 	}
-	var ref, count int64
-	err := tx.QueryRowContext(ctx, runTraceGrowSQL, sql.Named("id", runID), sql.Named("events", j.Events)).Scan(&ref, &count)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("append events to run %s: %w", runID, store.ErrNotFound)
-	}
+	res, err := tx.ExecContext(ctx, runTraceGrowSQL, sql.Named("id", runID), sql.Named("events", j.Events))
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
-	return insertJournal(ctx, tx, ref, count, j)
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("append events to run %s: %w", runID, err)
+	} else if n == 0 {
+		return fmt.Errorf("append events to run %s: %w", runID, store.ErrNotFound)
+	}
+	return appendJournal(ctx, tx, runID, j)
 }
 
 // eventsEntry is the journal entry of events written outside a checkpoint.

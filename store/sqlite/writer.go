@@ -333,7 +333,7 @@ func (w *writer) closeDB() error {
 
 // writeQueries are prepared once on the writer's connection.
 var writeQueries = []string{
-	journalInsertSQL, journalCheckpointSQL, runTraceGrowSQL,
+	journalAppendSQL, runTraceGrowSQL,
 	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL, dataVersionSQL, userVersionSQL,
 	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
 	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL, runFenceRenewSQL, runWakeDecidedSQL,
