@@ -33,10 +33,10 @@ type page struct {
 	Pending   int
 	// Live names the view the page's live updates watch, and Version its
 	// state when rendered; empty for pages that do not update.
-	Live    string
+	Live string
 	// Follow, on a run's page, is the run's event stream after the last
 	// event the page shows: the page follows it instead of Live.
-	Follow string
+	Follow  string
 	Version string
 	Flash   string
 	Error   string
