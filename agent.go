@@ -58,6 +58,10 @@ type Agent struct {
 	// CustomerMessage is what an escalated run tells the customer. Default
 	// DefaultCustomerMessage.
 	CustomerMessage string
+	// Conversation, if set, offers the model the built-in ask_user tool:
+	// a run asks its user a question and waits, holding no lease, for the
+	// reply (Operator.Say). Default nil: a run takes one message.
+	Conversation *Conversation
 
 	tools map[string]*Tool
 	// sensitive is what each run of the agent records of its tools'
@@ -140,6 +144,9 @@ func (a *Agent) prepare() error {
 			a.sensitive[t.Name] = t.sensitiveArgs()
 		}
 	}
+	if err := a.prepareConversation(); err != nil {
+		return err
+	}
 	for _, r := range a.Requirements {
 		if r.Name == "" || r.Check == nil {
 			return fmt.Errorf("agent %q: a requirement needs a name and a check", a.Name)
@@ -182,7 +189,10 @@ func (a *Agent) hash() string {
 		Instructions string
 		Tools        []toolDef
 		Fallback     string `json:",omitempty"`
-	}{Model: a.Model.Name(), Instructions: a.Instructions}
+		// Conversation is left out when false, so that the versions of
+		// agents without one are what they were.
+		Conversation bool `json:",omitempty"`
+	}{Model: a.Model.Name(), Instructions: a.Instructions, Conversation: a.Conversation != nil}
 	if a.Fallback != nil {
 		def.Fallback = a.Fallback.Name()
 	}
@@ -195,9 +205,12 @@ func (a *Agent) hash() string {
 }
 
 func (a *Agent) toolSpecs() []model.ToolSpec {
-	specs := make([]model.ToolSpec, len(a.Tools))
+	specs := make([]model.ToolSpec, len(a.Tools), len(a.Tools)+1)
 	for i, t := range a.Tools {
 		specs[i] = model.ToolSpec{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	}
+	if a.Conversation != nil {
+		specs = append(specs, askUserSpec)
 	}
 	return specs
 }

@@ -36,6 +36,9 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 		if calls, err = x.gate(ctx, uses); err != nil {
 			return err
 		}
+		if calls, err = x.gateWaits(ctx, calls); err != nil {
+			return err
+		}
 	}
 	results := make([]model.Block, 0, len(uses))
 	stuck := false
@@ -209,6 +212,9 @@ func (x *execution) toolNames() []string {
 	names := make([]string, len(x.agent.Tools))
 	for i, t := range x.agent.Tools {
 		names[i] = t.Name
+	}
+	if x.agent.Conversation != nil {
+		names = append(names, AskUserTool)
 	}
 	return names
 }

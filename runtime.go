@@ -152,8 +152,11 @@ func (c *Config) validate() error {
 // many, may share one store: each run is executed by whichever holds its
 // lease.
 type Runtime struct {
-	cfg    Config
-	store  store.Store
+	cfg   Config
+	store store.Store
+	// waiter is the store's waits, nil if it keeps none (then no agent
+	// may have a Conversation).
+	waiter store.Waiter
 	agents map[string]*Agent
 	// agentNames are the agents' names: a claim takes only their runs.
 	agentNames []string
@@ -198,6 +201,12 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		r.agents[a.Name] = a
 		r.agentNames = append(r.agentNames, a.Name)
+	}
+	r.waiter, _ = cfg.Store.(store.Waiter)
+	for _, a := range cfg.Agents {
+		if a.Conversation != nil && r.waiter == nil {
+			return nil, fmt.Errorf("config: agent %q has a Conversation, and %T keeps no waits; use the SQLite or PostgreSQL store", a.Name, cfg.Store)
+		}
 	}
 	return r, nil
 }
@@ -362,6 +371,9 @@ func (r *Runtime) Stop(ctx context.Context) error {
 func (r *Runtime) Drain(ctx context.Context) error {
 	r.takeOverDeadOwners(ctx, func(run store.Run) { r.execute(ctx, run, true) })
 	if err := r.expireApprovals(ctx); err != nil {
+		return err
+	}
+	if _, err := r.Operator().expireWaits(ctx); err != nil {
 		return err
 	}
 	for {

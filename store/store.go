@@ -468,6 +468,9 @@ type CheckpointParams struct {
 	// Approvals are inserted pending; one that exists for the same (tenant,
 	// run, tool, args hash) is kept as it is.
 	Approvals []Approval
+	// Waits are inserted pending (by a store that is a Waiter); one that
+	// exists for the same (tenant, run, tool use) is kept as it is.
+	Waits []Wait
 }
 
 // ResumeRunParams puts a run that waits for a person back in the queue.
