@@ -41,6 +41,9 @@ const (
 	// WaitInput: the run's user answers a question the model asked
 	// (the ask_user tool).
 	WaitInput WaitKind = "input"
+	// WaitEvent: a named event is sent to the run (the wait_for_event
+	// tool); Name is the event's name.
+	WaitEvent WaitKind = "event"
 )
 
 // WaitStatus is where a wait is in its life.
@@ -141,7 +144,78 @@ type Waiter interface {
 	// as AnswerWait does, in one transaction. Call it again while it
 	// returns 100.
 	ExpireDueWaits(ctx context.Context, p ExpireWaitsParams) ([]ExpiredWait, error)
+	// Signal sends a named event to a run, in one transaction: if the run
+	// has a pending event wait of that name, the oldest is answered with
+	// the payload (and the run queued as AnswerWait does); otherwise the
+	// signal is kept, and the checkpoint that inserts such a wait later
+	// answers it with the oldest kept signal of its name. A run not in the
+	// tenant is ErrNotFound, one that has ended ErrNotWaiting. A signal sent
+	// again under its key returns the first with repeated true, or
+	// ErrAnswerKeyReused if its name or payload differ.
+	Signal(ctx context.Context, p SignalParams) (s Signal, repeated bool, err error)
 }
+
+// Signal is one named event sent to a run.
+type Signal struct {
+	ID      string
+	Tenant  string
+	RunID   string
+	Name    string
+	Key     string
+	Payload json.RawMessage
+	// ConsumedBy is the wait the signal answered; empty while it is kept.
+	ConsumedBy string
+	CreatedAt  time.Time
+}
+
+// SignalParams sends a named event to a run.
+type SignalParams struct {
+	Tenant string
+	RunID  string
+	// ID is the new signal's id.
+	ID      string
+	Name    string
+	Key     string
+	Payload json.RawMessage
+	Now     time.Time
+}
+
+// Repeat returns nil if prev, the signal p.Key sent before, had p's name
+// and payload. Otherwise ErrAnswerKeyReused.
+func (p SignalParams) Repeat(prev Signal) error {
+	if prev.Name != p.Name || !sameJSON(prev.Payload, p.Payload) {
+		return fmt.Errorf("key %q sent signal %s: %w", p.Key, prev.ID, ErrAnswerKeyReused)
+	}
+	return nil
+}
+
+// Ended is the error of a signal to run, which has ended.
+func (p SignalParams) Ended(run Run) error {
+	return fmt.Errorf("%w: run %s is %s", ErrNotWaiting, run.ID, run.Status)
+}
+
+// EventSignalReceived: a named event reached the run (SignalData). The
+// stores write it with the signal.
+const EventSignalReceived = "signal_received"
+
+// SignalData is a signal_received event: which signal, and the wait it
+// answered, if one waited for it.
+type SignalData struct {
+	SignalID string `json:"signal_id"`
+	Name     string `json:"name"`
+	WaitID   string `json:"wait_id,omitempty"`
+}
+
+// SignalEvents is the trace of s, which answered the wait waitID ("" if
+// it was kept). Every driver writes it, so a signal reads the same
+// whichever store took it.
+func SignalEvents(s Signal, step int, waitID string, now time.Time) []Event {
+	data, _ := json.Marshal(SignalData{SignalID: s.ID, Name: s.Name, WaitID: waitID})
+	return []Event{{RunID: s.RunID, Step: step, Type: EventSignalReceived, Time: now, Data: data}}
+}
+
+// SignalAnswerer is recorded as who answered a wait with a signal.
+const SignalAnswerer = "signal"
 
 // The checks every driver's AnswerWait makes in its transaction, worded
 // once.

@@ -57,6 +57,12 @@ func queueWaits(b *pgx.Batch, runID string, now time.Time, ws []store.Wait) {
 			"expires_at":  sqlrow.Nanos(w.ExpiresAt),
 			"now":         sqlrow.Nanos(now),
 		})
+		if w.Kind == store.WaitEvent {
+			// A signal the run kept answers the wait at once, and the run
+			// the checkpoint makes wait is queued again.
+			b.Queue(waitConsumeKeptSQL, namedArgs{"id": w.ID, "now": sqlrow.Nanos(now)})
+			b.Queue(runWakeAnsweredSQL, namedArgs{"run_id": runID, "now": sqlrow.Nanos(now)})
+		}
 	}
 }
 
@@ -107,7 +113,7 @@ func (s *Store) AnswerWait(ctx context.Context, p store.AnswerWaitParams) (store
 				return err
 			}
 		}
-		pick := namedArgs{"tenant": run.Tenant, "run_id": run.ID, "id": p.ID, "kind": string(p.Kind)}
+		pick := namedArgs{"tenant": run.Tenant, "run_id": run.ID, "id": p.ID, "kind": string(p.Kind), "name": ""}
 		cur, err := sqlrow.Wait(tx.QueryRow(ctx, waitPendingSQL, pick))
 		if errors.Is(err, pgx.ErrNoRows) || err == nil && run.Status.Terminal() {
 			latest, err := sqlrow.Wait(tx.QueryRow(ctx, waitLatestSQL, pick))

@@ -54,6 +54,11 @@ func insertWaits(ctx context.Context, tx *writeTx, runID string, now time.Time, 
 		); err != nil {
 			return fmt.Errorf("wait for %s: %w", w.Name, err)
 		}
+		if w.Kind == store.WaitEvent {
+			if err := consumeKept(ctx, tx, runID, w, now); err != nil {
+				return fmt.Errorf("wait for %s: %w", w.Name, err)
+			}
+		}
 	}
 	return nil
 }
@@ -107,7 +112,7 @@ func (s *Store) AnswerWait(ctx context.Context, p store.AnswerWaitParams) (store
 				return err
 			}
 		}
-		pick := []any{sql.Named("run_id", p.RunID), sql.Named("id", p.ID), sql.Named("kind", string(p.Kind))}
+		pick := []any{sql.Named("run_id", p.RunID), sql.Named("id", p.ID), sql.Named("kind", string(p.Kind)), sql.Named("name", "")}
 		cur, err := sqlrow.Wait(tx.QueryRowContext(ctx, waitPendingSQL, pick...))
 		if errors.Is(err, sql.ErrNoRows) || err == nil && run.Status.Terminal() {
 			latest, err := sqlrow.Wait(tx.QueryRowContext(ctx, waitLatestSQL, pick...))

@@ -239,6 +239,10 @@ func testPruneRemovesWaits(t *testing.T, s store.Store) {
 	if _, _, err := waiter(t, s).AnswerWait(t.Context(), reply(r, "k1", "card", t0)); err != nil {
 		t.Fatal(err)
 	}
+	// A signal kept by the run goes with it.
+	if _, _, err := waiter(t, s).Signal(t.Context(), signal(r, "never_awaited", "", `{}`, t0)); err != nil {
+		t.Fatal(err)
+	}
 	c := claimRun(t, s, r.ID, "w2", t0, time.Hour)
 	u := update(c)
 	u.Status, u.LeaseExpires = store.StatusDone, time.Time{}

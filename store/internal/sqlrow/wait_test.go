@@ -22,3 +22,15 @@ func TestWait(t *testing.T) {
 		t.Errorf("times: %v %v %v", w.ExpiresAt, w.CreatedAt, w.AnsweredAt)
 	}
 }
+
+func TestSignal(t *testing.T) {
+	s, err := Signal(rowOf(t, "signal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStrings(t, s, map[string]string{"ID": "id", "Tenant": "tenant", "RunID": "run_id", "Name": "name", "Key": "key",
+		"ConsumedBy": "consumed_by"})
+	if !strings.Contains(string(s.Payload), `"payload"`) || s.CreatedAt != at(t, "signal", "created_at") {
+		t.Errorf("signal: %+v", s)
+	}
+}

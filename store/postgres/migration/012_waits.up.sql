@@ -1,5 +1,5 @@
 -- Waits: what a run waits for from outside it (the user's reply to a
--- question), beside the approvals a person decides. A run that waits is
+-- question, a named event), beside the approvals a person decides. A run that waits is
 -- waiting_input.
 ALTER TABLE runs DROP CONSTRAINT runs_status_check;
 ALTER TABLE runs ADD CONSTRAINT runs_status_check CHECK (status IN (
@@ -39,4 +39,26 @@ CREATE INDEX waits_tenant_status ON waits (tenant, status, created_at, seq);
 
 ALTER TABLE waits ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_rows ON waits
+    USING (tenant = nullif(current_setting('belay.tenant', true), ''));
+
+-- Signals: named events sent to a run. One that comes before the run waits
+-- for it is kept (consumed_by empty) and consumed when the wait begins.
+CREATE TABLE signals (
+    id          text    NOT NULL PRIMARY KEY,
+    seq         bigint  NOT NULL GENERATED ALWAYS AS IDENTITY,
+    tenant      text    NOT NULL,
+    run_id      text    NOT NULL,
+    name        text    NOT NULL,
+    key         text    NOT NULL DEFAULT '',
+    payload     bytea   NOT NULL,
+    created_at  bigint  NOT NULL,
+    consumed_by text    NOT NULL DEFAULT '',
+    FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, id)
+);
+CREATE INDEX signals_kept ON signals (tenant, run_id, name, seq) WHERE consumed_by = '';
+-- A signal sent again under its idempotency key finds the first.
+CREATE UNIQUE INDEX signals_key ON signals (tenant, run_id, key) WHERE key <> '';
+
+ALTER TABLE signals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tenant_rows ON signals
     USING (tenant = nullif(current_setting('belay.tenant', true), ''));

@@ -37,6 +37,8 @@ WITH candidates AS MATERIALIZED (
     DELETE FROM approvals x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), waits_gone AS (
     DELETE FROM waits x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
+), signals_gone AS (
+    DELETE FROM signals x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), deliveries_gone AS (
     DELETE FROM deliveries x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), outbox_gone AS (

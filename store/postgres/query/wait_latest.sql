@@ -4,5 +4,6 @@ SELECT id, tenant, run_id, step, tool_use_id, kind, name, prompt, binding, statu
 FROM waits
 WHERE tenant = @tenant AND run_id = @run_id
     AND (@id = '' OR id = @id) AND (@kind = '' OR kind = @kind)
+    AND (@name = '' OR name = @name)
 ORDER BY created_at DESC, seq DESC
 LIMIT 1;

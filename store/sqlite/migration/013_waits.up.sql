@@ -1,5 +1,5 @@
 -- Waits: what a run waits for from outside it (the user's reply to a
--- question), beside the approvals a person decides. A run that waits is
+-- question, a named event), beside the approvals a person decides. A run that waits is
 -- waiting_input.
 --
 -- The runs table's CHECK on status gains waiting_input. SQLite cannot alter
@@ -42,5 +42,22 @@ CREATE INDEX waits_run ON waits (run_id, created_at);
 CREATE UNIQUE INDEX waits_answer_key ON waits (run_id, answer_key) WHERE answer_key <> '';
 -- The durable timer: pending waits by expiry.
 CREATE INDEX waits_expiry ON waits (expires_at) WHERE status = 'pending';
+
+-- Signals: named events sent to a run. One that comes before the run waits
+-- for it is kept (consumed_by empty) and consumed when the wait begins.
+CREATE TABLE signals (
+    id          TEXT    NOT NULL PRIMARY KEY,
+    tenant      TEXT    NOT NULL,
+    run_id      TEXT    NOT NULL REFERENCES runs (id),
+    name        TEXT    NOT NULL,
+    key         TEXT    NOT NULL DEFAULT '',
+    payload     BLOB    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    consumed_by TEXT    NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX signals_kept ON signals (run_id, name, created_at) WHERE consumed_by = '';
+CREATE INDEX signals_run ON signals (run_id, created_at);
+-- A signal sent again under its idempotency key finds the first.
+CREATE UNIQUE INDEX signals_key ON signals (run_id, key) WHERE key <> '';
 
 PRAGMA user_version = 13;

@@ -3,5 +3,6 @@ SELECT id, tenant, run_id, step, tool_use_id, kind, name, prompt, binding, statu
     answer, answer_key, answered_by, answered_at
 FROM waits INDEXED BY waits_run
 WHERE run_id = @run_id AND (@id = '' OR id = @id) AND (@kind = '' OR kind = @kind)
+    AND (@name = '' OR name = @name)
 ORDER BY created_at DESC, rowid DESC
 LIMIT 1;

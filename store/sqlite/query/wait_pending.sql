@@ -6,5 +6,6 @@ SELECT id, tenant, run_id, step, tool_use_id, kind, name, prompt, binding, statu
 FROM waits INDEXED BY waits_run
 WHERE run_id = @run_id AND status = 'pending'
     AND (@id = '' OR id = @id) AND (@kind = '' OR kind = @kind)
+    AND (@name = '' OR name = @name)
 ORDER BY created_at, rowid
 LIMIT 1;
