@@ -94,19 +94,71 @@ type replyAnswer struct {
 	Text string `json:"text"`
 }
 
-// gateWaits answers the turn's ask_user calls from their waits. If any
-// call's answer has not come, none of the turn runs: the missing waits
-// are persisted with their notifications, the run waits and is let go, all
-// in one transaction; gateWaits then returns errStop. Approvals are
-// settled first (gate), so a run never waits for both at once.
+// waitRequest is what a built-in call that makes the run wait asks for.
+type waitRequest struct {
+	kind   store.WaitKind
+	name   string
+	prompt json.RawMessage
+	ttl    time.Duration
+	// says is what the run waits for, in words: the question, or the
+	// event.
+	says string
+}
+
+// waitRequestOf reads a call of a built-in tool that makes the run wait,
+// or reports that the call is not one.
+func (x *execution) waitRequestOf(use model.Block) (req waitRequest, ok bool, err error) {
+	switch {
+	case use.Name == AskUserTool && x.agent.Conversation != nil:
+		in, err := parseAsk(use.Input)
+		if err != nil {
+			return waitRequest{}, true, err
+		}
+		prompt, _ := json.Marshal(in)
+		return waitRequest{kind: store.WaitInput, name: AskUserTool, prompt: prompt, ttl: x.agent.Conversation.IdleTimeout,
+			says: "asked the user: " + in.Question}, true, nil
+	case use.Name == WaitForEventTool && x.agent.Events != nil:
+		in, err := parseEventWait(use.Input)
+		if err != nil {
+			return waitRequest{}, true, err
+		}
+		prompt, _ := json.Marshal(in)
+		return waitRequest{kind: store.WaitEvent, name: in.Name, prompt: prompt, ttl: x.agent.Events.Timeout,
+			says: "waits for the event " + in.Name}, true, nil
+	}
+	return waitRequest{}, false, nil
+}
+
+// gateWaits answers the turn's calls of the built-in tools that make the
+// run wait (ask_user, wait_for_event) from their waits. If any call's
+// answer has not come, none of the turn runs: the missing waits are
+// persisted with their notifications, the run waits and is let go, all in
+// one transaction; gateWaits then returns errStop. Approvals are settled
+// first (gate), so a run never waits for both at once.
 func (x *execution) gateWaits(ctx context.Context, calls []gatedCall) ([]gatedCall, error) {
-	if x.agent.Conversation == nil {
+	if x.agent.Conversation == nil && x.agent.Events == nil {
 		return calls, nil
 	}
-	var asks []int
+	var (
+		asks []int
+		reqs = map[int]waitRequest{}
+	)
 	for i, c := range calls {
-		if c.result == nil && c.use.Name == AskUserTool {
+		if c.result != nil {
+			continue
+		}
+		req, ok, err := x.waitRequestOf(c.use)
+		switch {
+		case !ok:
+		case err != nil:
+			blk := x.refuse(c.use, err.Error())
+			calls[i].result = &blk
+		case x.run.DryRun:
+			blk := x.refuse(c.use, "This is a dry run: nothing is waited for. Go on as if the answer had come, and say what you would have waited for.")
+			calls[i].result = &blk
+		default:
 			asks = append(asks, i)
+			reqs[i] = req
 		}
 	}
 	if len(asks) == 0 {
@@ -121,73 +173,67 @@ func (x *execution) gateWaits(ctx context.Context, calls []gatedCall) ([]gatedCa
 		byUse[w.ToolUseID] = w
 	}
 	var missing []store.Wait
+	var says []string
 	waiting := false
 	for _, i := range asks {
-		use := calls[i].use
-		in, err := parseAsk(use.Input)
-		if err != nil {
-			blk := x.refuse(use, err.Error())
-			calls[i].result = &blk
-			continue
-		}
-		if x.run.DryRun {
-			blk := x.refuse(use, "This is a dry run: the user is not asked. Go on as if they had answered, and say what you would have asked.")
-			calls[i].result = &blk
-			continue
-		}
+		use, req := calls[i].use, reqs[i]
 		w, ok := byUse[use.ID]
 		switch {
 		case !ok:
-			missing = append(missing, x.newWait(use, in))
+			missing = append(missing, x.newWait(use, req))
+			says = append(says, req.says)
 			waiting = true
 		case w.Status == store.WaitPending:
+			says = append(says, req.says)
 			waiting = true
 		case w.Status == store.WaitAnswered:
-			blk := x.replyResult(use, w)
+			blk := x.answerResult(use, w)
 			calls[i].result = &blk
-		default: // expired
+		case req.kind == store.WaitInput: // expired: the conversation ends
 			return nil, x.escalate(ctx, store.StatusEscalated, "conversation_idle", fmt.Sprintf(
-				"the user did not reply within %s to: %s", x.agent.Conversation.IdleTimeout, text.Clip(in.Question, 500)), nil, nil)
+				"the user did not reply within %s to: %s", req.ttl, text.Clip(strings.TrimPrefix(req.says, "asked the user: "), 500)), nil, nil)
+		default: // expired: the model is told, and decides
+			blk := x.refuse(use, fmt.Sprintf("No event %q came within %s; nothing arrived. Go on without it: "+
+				"tell the customer what you know, or escalate if it matters.", req.name, req.ttl))
+			calls[i].result = &blk
 		}
 	}
 	if waiting {
-		return nil, x.awaitInput(ctx, missing)
+		return nil, x.awaitInput(ctx, missing, says)
 	}
 	return calls, nil
 }
 
-// newWait builds the pending wait of one ask_user call, bound to the call
-// and its expiry.
-func (x *execution) newWait(use model.Block, in askInput) store.Wait {
-	expires := x.r.cfg.now().Add(x.agent.Conversation.IdleTimeout).UTC()
-	prompt, _ := json.Marshal(in)
+// newWait builds the pending wait of one call, bound to the call and its
+// expiry.
+func (x *execution) newWait(use model.Block, req waitRequest) store.Wait {
+	expires := x.r.cfg.now().Add(req.ttl).UTC()
 	return store.Wait{
 		ID: newWaitID(), Tenant: x.run.Tenant, RunID: x.run.ID, Step: x.run.Step, ToolUseID: use.ID,
-		Kind: store.WaitInput, Name: AskUserTool, Prompt: prompt,
-		Binding: waitBinding(x.run.Tenant, x.run.ID, use.ID, store.WaitInput, expires),
+		Kind: req.kind, Name: req.name, Prompt: req.prompt,
+		Binding: waitBinding(x.run.Tenant, x.run.ID, use.ID, req.kind, expires),
 		Status:  store.WaitPending, ExpiresAt: expires,
 	}
 }
 
 // awaitInput persists the missing waits with their notifications and lets
-// go of the run.
-func (x *execution) awaitInput(ctx context.Context, missing []store.Wait) error {
-	asked := make([]string, 0, len(missing))
+// go of the run. A question to the user is notified (input_requested); an
+// event is awaited quietly, as what sends it knows already.
+func (x *execution) awaitInput(ctx context.Context, missing []store.Wait, says []string) error {
 	for _, w := range missing {
+		x.emit(store.EventWaitRequested, store.WaitRequestedData{WaitID: w.ID, Kind: w.Kind, Name: w.Name, Prompt: w.Prompt, ExpiresAt: w.ExpiresAt})
+		if w.Kind != store.WaitInput {
+			continue
+		}
 		var in askInput
 		_ = json.Unmarshal(w.Prompt, &in)
-		asked = append(asked, in.Question)
-		x.emit(store.EventWaitRequested, store.WaitRequestedData{WaitID: w.ID, Kind: w.Kind, Name: w.Name, Prompt: w.Prompt, ExpiresAt: w.ExpiresAt})
 		payload, _ := json.Marshal(map[string]any{"wait_id": w.ID, "run_id": x.run.ID, "tenant": x.run.Tenant,
 			"user": x.run.User, "kind": w.Kind, "question": in.Question, "expires_at": w.ExpiresAt})
 		x.outbox = append(x.outbox, store.OutboxMessage{Kind: "input_requested", Payload: payload})
 	}
 	x.run.Status = store.StatusWaitingInput
 	x.run.StopReason = "waiting_input"
-	x.run.StopDetail = text.Clip("asked the user: "+strings.Join(asked, " / "), 2000)
-	if len(missing) == 0 {
-		x.run.StopDetail = "waits for the user's reply"
-	}
+	x.run.StopDetail = text.Clip(strings.Join(says, "; "), 2000)
 	x.emit(store.EventStop, store.StopData{Status: x.run.Status, Reason: "waiting_input", Detail: x.run.StopDetail})
 	if err := x.write(ctx, nil, withRelease(), func(p *store.CheckpointParams) { p.Waits = missing }); err != nil {
 		return err
@@ -195,15 +241,19 @@ func (x *execution) awaitInput(ctx context.Context, missing []store.Wait) error 
 	return errStop
 }
 
-// replyResult is the result of an ask_user call its user answered.
-func (x *execution) replyResult(use model.Block, w store.Wait) model.Block {
-	var a replyAnswer
-	if err := json.Unmarshal(w.Answer, &a); err != nil {
-		a.Text = string(w.Answer)
+// answerResult is the result of a call whose wait was answered: the
+// user's reply as text, or the event's payload as it was sent.
+func (x *execution) answerResult(use model.Block, w store.Wait) model.Block {
+	content := string(w.Answer)
+	if w.Kind == store.WaitInput {
+		var a replyAnswer
+		if err := json.Unmarshal(w.Answer, &a); err == nil {
+			content = a.Text
+		}
 	}
 	x.emit(store.EventToolCall, store.ToolCallData{ID: use.ID, Tool: use.Name, Args: use.Input})
-	x.emit(store.EventToolResult, store.ToolResultData{ID: use.ID, Tool: use.Name, Preview: preview(a.Text)})
-	return model.ToolResultBlock(use.ID, a.Text, false)
+	x.emit(store.EventToolResult, store.ToolResultData{ID: use.ID, Tool: use.Name, Preview: preview(content)})
+	return model.ToolResultBlock(use.ID, content, false)
 }
 
 // waitBinding is what an answer may name to hold only for one wait: the

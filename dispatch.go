@@ -216,6 +216,9 @@ func (x *execution) toolNames() []string {
 	if x.agent.Conversation != nil {
 		names = append(names, AskUserTool)
 	}
+	if x.agent.Events != nil {
+		names = append(names, WaitForEventTool)
+	}
 	return names
 }
 

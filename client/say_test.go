@@ -62,3 +62,48 @@ func TestSay(t *testing.T) {
 		t.Errorf("a reply to no run: %v", err)
 	}
 }
+
+// settlingAgent waits for the payment to settle, then says what the event
+// said.
+func settlingAgent() *belay.Agent {
+	m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		for _, b := range req.Messages[len(req.Messages)-1].Content {
+			if b.Type == model.TypeToolResult {
+				return scripted.Reply{Text: "event: " + b.Content}, nil
+			}
+		}
+		return scripted.Reply{Text: "Waiting.", Calls: []scripted.Call{{Name: belay.WaitForEventTool,
+			Args: map[string]string{"name": "payment_settled"}}}}, nil
+	})
+	return &belay.Agent{Name: "settle", Version: "v1", Model: m, Events: &belay.Events{Timeout: time.Hour}}
+}
+
+func TestSendEvent(t *testing.T) {
+	t.Parallel()
+	ts := newServer(t)
+	ctx := t.Context()
+	c := newClient(t, ts, ts.key("ops", store.RoleOperator))
+	run, err := c.CreateRun(ctx, client.RunRequest{Agent: "settle", User: "ada", Input: "refund when paid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sent before the run waits: kept, then taken by the wait.
+	sent, err := c.SendEvent(ctx, run.ID, "payment_settled", map[string]int{"amount": 288}, "")
+	if err != nil || sent.WaitID != "" || sent.IdempotencyKey == "" {
+		t.Fatalf("an early event: %+v, %v", sent, err)
+	}
+	again, err := c.SendEvent(ctx, run.ID, "payment_settled", map[string]int{"amount": 288}, sent.IdempotencyKey)
+	if err != nil || !again.Repeated || again.ID != sent.ID {
+		t.Errorf("the event again under its key: %+v, %v", again, err)
+	}
+	ts.work()
+	if got, err := c.GetRun(ctx, run.ID); err != nil || got.Status != client.StatusDone || got.Final != `event: {"amount":288}` {
+		t.Errorf("run %s with %q, %v; want done with the event", got.Status, got.Final, err)
+	}
+	if _, err := c.SendEvent(ctx, run.ID, "payment_settled", nil, ""); !errors.Is(err, client.ErrNotWaiting) {
+		t.Errorf("an event to an ended run: %v", err)
+	}
+	if _, err := c.SendEvent(ctx, run.ID, "has spaces", nil, ""); !errors.Is(err, client.ErrInvalidField) {
+		t.Errorf("an event without a valid name: %v", err)
+	}
+}
