@@ -50,7 +50,7 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 		if call.result != nil {
 			res = *call.result
 		} else {
-			res, err = x.callTool(ctx, use)
+			res, err = x.callOrSleep(ctx, use)
 		}
 		if errors.Is(err, errUnknownOutcome) {
 			// The packet tells what the turn did so far, and which call's
@@ -118,6 +118,9 @@ func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block,
 	}
 	if !tool.Effect.SideEffecting() {
 		out, err := x.invokeWithRetry(ctx, tool, use)
+		if _, later := asksToSleep(err); later {
+			return model.Block{}, err
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return model.Block{}, ctx.Err()

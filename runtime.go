@@ -235,6 +235,10 @@ type RunRequest struct {
 	// RequestedBy names who asked for the run; they may not approve its
 	// actions unless the policy allows self-approval.
 	RequestedBy string
+	// NotBefore, if set and later than now, starts the run then: it is
+	// created paused until that time (stop reason not_before), on the
+	// store's timer, and any worker claims it once it is due.
+	NotBefore time.Time
 }
 
 // StartRun creates a queued run, or returns the existing run of the same
@@ -263,7 +267,7 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 	p := store.CreateRunParams{
 		ID: id, Tenant: req.Tenant, User: req.User, ClientRequestID: req.ClientRequestID,
 		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, RequestedBy: req.RequestedBy, Budget: budget,
-		Sensitive: a.sensitive, Now: now,
+		Sensitive: a.sensitive, NotBefore: req.NotBefore, Now: now,
 		Events: []store.Event{event(0, now, store.EventRunCreated, store.RunCreatedData{
 			Agent: a.Name, Version: a.Version, User: req.User, DryRun: req.DryRun})},
 	}

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SignalAnswersWait", testSignalAnswersWait},
 		{"SignalKeptUntilWait", testSignalKeptUntilWait},
 		{"SignalToEndedRun", testSignalToEndedRun},
+		{"CreateRunNotBefore", testCreateRunNotBefore},
 		{"Counts", testCounts},
 		{"PruneRuns", testPruneRuns},
 		{"Refusals", testRefusals},
