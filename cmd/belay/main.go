@@ -65,6 +65,7 @@ func commands() []command {
 		{name: "approve", summary: "approve a pending approval, or approve it edited (--edit JSON)", run: runApprove},
 		{name: "reject", summary: "reject a pending approval with a reason (--note)", run: runReject},
 		{name: "stats", summary: "approval statistics per category: belay stats approvals", run: runStats},
+		{name: "say", summary: "reply to a run that asked its user a question (status waiting_input)", run: runSay},
 		{name: "resume", summary: "continue a paused run, raising the limit it hit (--add-usd, --add-turns)", run: runResume},
 		{name: "migrate", summary: "move a run paused on version_mismatch to a new agent version (--to-version)", run: runMigrate},
 		{name: "resolve", summary: "answer an unknown outcome: the side effect happened (--applied) or not", run: runResolve},
