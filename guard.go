@@ -68,6 +68,11 @@ type guardState struct {
 	// reason waiting may cure (load, a lost connection): the run waits
 	// longer after each, and a person is asked after maxModelFailures.
 	ModelFailures int `json:"model_failures,omitempty"`
+	// Fork, on a fork, names where it came from (fork.go); Rebuild says
+	// the state above is to be rebuilt from the run's history, as its
+	// parent's was at the fork's step, when a worker first loads it.
+	Fork    *forkOrigin `json:"fork,omitempty"`
+	Rebuild bool        `json:"rebuild,omitempty"`
 }
 
 // factMemory bounds Facts: a result seen more than this many new facts ago

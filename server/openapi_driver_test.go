@@ -179,6 +179,8 @@ func bodyOf(route string) any {
 		return map[string]any{"agent": "support", "user": "u-roles", "input": "hello"}
 	case "POST /v1/runs/{id}/cancel":
 		return map[string]any{"note": "a check"}
+	case "POST /v1/runs/{id}/fork":
+		return map[string]any{"at_step": 0}
 	case "POST /v1/approvals/{id}/decision":
 		return map[string]any{"decision": "approve", "binding": "b"}
 	case "PUT /v1/killswitch":

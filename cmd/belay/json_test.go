@@ -195,6 +195,7 @@ func TestEveryCommandPrintsJSONLines(t *testing.T) {
 		{args: []string{"resume", d.budget, "--add-turns", "1"}},
 		{args: []string{"resolve", d.unknown, d.unknownKey, "--not-applied"}},
 		{args: []string{"migrate", d.version, "--to-version", d.toVersion}},
+		{args: []string{"fork", d.done, "--at-step", "2", "--as", "human:fran"}},
 		{args: []string{"prune", "--older-than", "1h"}},
 		{args: []string{"backup", filepath.Join(dir, "copy.db")}},
 		{args: []string{"check"}},

@@ -104,6 +104,7 @@ func TestREADMECommands(t *testing.T) {
 		"resume":  {"RUN": fx.budgetRun},
 		"resolve": {"RUN": fx.unknownRun, "KEY": fx.unknownKey},
 		"migrate": {"RUN": fx.mismatchRun, "V": fx.toVersion},
+		"fork":    {"RUN": demoRun},
 	}
 	var server *exec.Cmd
 	var serverOut *lockedBuffer
@@ -186,6 +187,9 @@ func TestREADMECommands(t *testing.T) {
 		},
 		"migrate": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^run `+fx.mismatchRun+` moved from migrating version v1 to v2 and is queued`)
+		},
+		"fork": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `^run run_\w+ forked from `+demoRun+` at step 4 and queued: `)
 		},
 		"killswitch on": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^kill switch engaged for tenant acme: `)

@@ -70,6 +70,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Counts", testCounts},
 		{"PruneRuns", testPruneRuns},
 		{"Refusals", testRefusals},
+		{"ForkRun", testForkRun},
+		{"ForkPrune", testForkPrune},
+		{"ApprovalParentEffect", testApprovalParentEffect},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

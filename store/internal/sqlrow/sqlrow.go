@@ -130,6 +130,7 @@ var layouts = map[string]func() []string{
 	"claimed_run":     func() []string { return namesOf(claimedRunColumns, new(runRaw)) },
 	"approval":        func() []string { return namesOf(approvalColumns, new(approvalRaw)) },
 	"effect":          func() []string { return namesOf(effectColumns, new(effectRaw)) },
+	"lineage":         func() []string { return namesOf(lineageColumns, new(lineageRaw)) },
 	"customer_effect": func() []string { return namesOf(customerEffectColumns, new(customerEffectRaw)) },
 	"journal":         func() []string { return namesOf(journalColumns, new(struct{})) },
 	"outbox":          func() []string { return namesOf(outboxColumns, new(outboxRaw)) },

@@ -4,3 +4,4 @@ DELETE FROM effects WHERE run_id = @id;
 DELETE FROM approvals WHERE run_id = @id;
 DELETE FROM deliveries WHERE run_id = @id;
 DELETE FROM outbox WHERE run_id = @id;
+DELETE FROM run_lineage WHERE run_id = @id;
