@@ -171,6 +171,11 @@ func (x *execution) loop(ctx context.Context) error {
 		return err
 	}
 	x.durable = stateOf(x.run)
+	if x.run.AgentVersion != x.agent.Version && slices.Contains(x.agent.Continues, x.run.AgentVersion) {
+		if err := x.continueVersion(ctx); err != nil {
+			return err
+		}
+	}
 	if x.run.AgentVersion != x.agent.Version {
 		return x.stop(ctx, store.StatusPaused, "version_mismatch", fmt.Sprintf(
 			"run was started on %s version %s, this worker has version %s; it is not resumed into another version without an explicit migration",

@@ -38,3 +38,32 @@ type ParentDid struct {
 	Step  int    `json:"step"`
 	State string `json:"state"`
 }
+
+// MigrationRequest selects the runs MigrateRuns moves.
+type MigrationRequest struct {
+	// Agent keeps to one agent's runs; empty: every agent's.
+	Agent string `json:"agent,omitempty"`
+	// From is the version the runs are on, To the one they move to.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Batch is how many runs are moved at a time, 1 to 1000; 0: 100.
+	Batch int `json:"batch,omitempty"`
+}
+
+// Migration is what MigrateRuns moved.
+type Migration struct {
+	From    string   `json:"from"`
+	To      string   `json:"to"`
+	Moved   int      `json:"moved"`
+	Batches int      `json:"batches"`
+	Runs    []string `json:"runs"`
+}
+
+// MigrateRuns moves every run of the key's tenant paused on
+// version_mismatch at req.From to req.To and queues it, each move recorded
+// in the run's trace. Sent again, it moves what is left, if anything.
+func (c *Client) MigrateRuns(ctx context.Context, req MigrationRequest) (Migration, error) {
+	var m Migration
+	err := c.call(ctx, post("/v1/migrations", req), &m)
+	return m, err
+}

@@ -67,3 +67,21 @@ func TestForkRefusesWhatTheDocumentCannotSay(t *testing.T) {
 		t.Errorf("runs after the refusals: %s", runs.body)
 	}
 }
+
+// driveMigrations moves runs between versions: none is paused on a
+// mismatch here, so nothing moves; bad versions are refused.
+func (d *driver) driveMigrations(op string) {
+	t := d.t
+	call := func(body any) apiCall { return apiCall{method: "POST", path: "/v1/migrations", key: op, body: body} }
+	for _, bad := range []map[string]any{{"to": "v2"}, {"from": "v1"}, {"from": "", "to": "v2"}, {"from": "v1", "to": "v2", "batch": 1001}} {
+		d.expect(call(bad), 400, "invalid_field")
+	}
+	var m struct {
+		Moved int      `json:"moved"`
+		Runs  []string `json:"runs"`
+	}
+	d.expect(call(map[string]any{"agent": "support", "from": "v0", "to": "v1", "batch": 10}), 200, "").json(t, &m)
+	if m.Moved != 0 || m.Runs == nil {
+		t.Errorf("a migration with nothing to move: %+v", m)
+	}
+}

@@ -73,6 +73,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ForkRun", testForkRun},
 		{"ForkPrune", testForkPrune},
 		{"ApprovalParentEffect", testApprovalParentEffect},
+		{"MoveVersion", testMoveVersion},
+		{"RunsByVersion", testRunsByVersion},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
