@@ -64,6 +64,7 @@ func commands() []command {
 		{name: "approvals", summary: "list approvals waiting for a person (or decided ones)", run: runApprovals},
 		{name: "approve", summary: "approve a pending approval, or approve it edited (--edit JSON)", run: runApprove},
 		{name: "reject", summary: "reject a pending approval with a reason (--note)", run: runReject},
+		{name: "audit", summary: "list irreversible side effects a policy approved rather than a person, with their runs", run: runAudit},
 		{name: "stats", summary: "approval statistics per category: belay stats approvals", run: runStats},
 		{name: "resume", summary: "continue a paused run, raising the limit it hit (--add-usd, --add-turns)", run: runResume},
 		{name: "migrate", summary: "move a run paused on version_mismatch to a new agent version (--to-version)", run: runMigrate},

@@ -188,6 +188,9 @@ func TestREADMECommands(t *testing.T) {
 		"migrate": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^run `+fx.mismatchRun+` moved from migrating version v1 to v2 and is queued`)
 		},
+		"audit": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `(?m)(^\d+ irreversible side effects ran on a policy's approval, not a person's$|^no irreversible side effect ran on a policy's approval)`)
+		},
 		"fork": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^run run_\w+ forked from `+demoRun+` at step 4 and queued: `)
 		},
