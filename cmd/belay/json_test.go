@@ -186,6 +186,7 @@ func TestEveryCommandPrintsJSONLines(t *testing.T) {
 		{args: []string{"trace", d.done}},
 		{args: []string{"approvals", "--status", "all"}},
 		{args: []string{"stats", "approvals"}},
+		{args: []string{"replay", "--runs", d.done}},
 		{args: []string{"audit"}, then: func(lines []map[string]any) {
 			if len(lines) != 1 || lines[0]["tool"] != "delete_account" || lines[0]["decided_by"] != "policy:demo-auto" {
 				t.Errorf("audit --json: %v, want the account deleted on policy:demo-auto's approval", lines)

@@ -69,6 +69,7 @@ func commands() []command {
 		{name: "resume", summary: "continue a paused run, raising the limit it hit (--add-usd, --add-turns)", run: runResume},
 		{name: "migrate", summary: "move a run paused on version_mismatch to a new agent version (--to-version)", run: runMigrate},
 		{name: "fork", summary: "make a new run from a run's history up to a step (--at-step), repeating none of its side effects", run: runFork},
+		{name: "replay", summary: "replay recorded runs on another model or version in a sandbox and compare their side effects", run: runReplay},
 		{name: "resolve", summary: "answer an unknown outcome: the side effect happened (--applied) or not", run: runResolve},
 		{name: "killswitch", summary: "stop or restart model calls for a tenant or everyone", run: runKillSwitch},
 		{name: "prune", summary: "delete runs that ended longer ago than --older-than, with all they own", run: runPrune},

@@ -191,6 +191,9 @@ func TestREADMECommands(t *testing.T) {
 		"audit": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `(?m)(^\d+ irreversible side effects ran on a policy's approval, not a person's$|^no irreversible side effect ran on a policy's approval)`)
 		},
+		"replay": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `(?m)^total \d+\s+\d+ verified\s`)
+		},
 		"fork": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^run run_\w+ forked from `+demoRun+` at step 4 and queued: `)
 		},
