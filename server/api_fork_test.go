@@ -85,3 +85,31 @@ func (d *driver) driveMigrations(op string) {
 		t.Errorf("a migration with nothing to move: %+v", m)
 	}
 }
+
+// TestConsoleShowsWhatTheParentDid: a fork's call that repeats its
+// parent's refund shows on the console's card as the parent's, with a link
+// to the parent; the parent's own card says nothing of the kind.
+func TestConsoleShowsWhatTheParentDid(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	op := f.key("acme", "ops", store.RoleOperator)
+	approver := f.key("acme", "maya", store.RoleApprover)
+	parent, a := f.approvalFlow(op, approver)
+	c := f.signIn(approver)
+	if _, body := get(t, c, f.http.URL+"/console/"); strings.Contains(body, "The parent run did this") {
+		t.Fatal("the parent's own card says a parent did it")
+	}
+	if res := f.do("POST", "/v1/approvals/"+a.ID+"/decision", approver, map[string]any{"decision": "approve", "binding": a.Binding}); res.status != 200 {
+		t.Fatalf("approve: %d %s", res.status, res.body)
+	}
+	f.drain()
+	res := f.do("POST", "/v1/runs/"+parent.ID+"/fork", op, map[string]any{"at_step": 2, "reason": "check the refund"})
+	if res.status != 201 {
+		t.Fatalf("fork: %d %s", res.status, res.body)
+	}
+	f.drain()
+	status, body := get(t, c, f.http.URL+"/console/")
+	if status != 200 || !containsAll(body, "The parent run did this", `href="/console/runs/`+parent.ID+`"`, "Approving does it again") {
+		t.Errorf("queue with the fork's card: %d\n%s", status, body)
+	}
+}
