@@ -49,6 +49,11 @@ type MigrateAllOptions struct {
 	Batch int
 	// By names who decided, recorded on each run's migrated event.
 	By string
+	// Check, if set, is asked about each run before it moves: a run it
+	// refuses stays paused, counted in Refused. belay migrate
+	// --if-replay-passes checks that a replay on the new version verifies
+	// with the recording's side effects (ReplayPasses).
+	Check func(ctx context.Context, run store.Run) (bool, error)
 }
 
 // MigrateAllResult is what MigrateAll moved.
@@ -57,6 +62,8 @@ type MigrateAllResult struct {
 	Moved []string
 	// Batches is how many batches were read.
 	Batches int
+	// Refused are the ids of the runs Check kept where they were.
+	Refused []string
 }
 
 // MigrateAll moves every run paused on version_mismatch at version o.From
@@ -90,6 +97,16 @@ func (op *Operator) MigrateAll(ctx context.Context, o MigrateAllOptions) (Migrat
 			if run.AgentVersion != o.From || run.StopReason != "version_mismatch" {
 				continue
 			}
+			if o.Check != nil {
+				ok, err := o.Check(ctx, run)
+				if err != nil {
+					return res, fmt.Errorf("migrate all: check run %s: %w", run.ID, err)
+				}
+				if !ok {
+					res.Refused = append(res.Refused, run.ID)
+					continue
+				}
+			}
 			if _, err := op.migrate(ctx, run, o.To, o.By); err != nil {
 				if errors.Is(err, store.ErrWrongStatus) {
 					continue
@@ -107,4 +124,18 @@ func (op *Operator) MigrateAll(ctx context.Context, o MigrateAllOptions) (Migrat
 		op.done()
 	}
 	return res, nil
+}
+
+// ReplayPasses reports whether a replay makes every side effect its
+// recording made, with the same arguments: the test a run passes before it
+// moves to a version it was not recorded on. A recording that had ended
+// must also be matched exactly, nothing extra, and the replay verify; one
+// that had not (a run paused on the mismatch) has the rest of its work
+// ahead, which its replay does beyond it, and the world it is verified
+// against lacks that work yet.
+func ReplayPasses(r ReplayResult, recordingEnded bool) bool {
+	if r.Missing != 0 || r.DifferentArgs != 0 {
+		return false
+	}
+	return !recordingEnded || (r.Extra == 0 && r.Verified)
 }

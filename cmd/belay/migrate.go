@@ -1,13 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/examples/support"
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/sqlite"
 )
 
 // runMigrate moves a run paused on a version mismatch to the agent version
@@ -34,6 +40,8 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	from := fs.String("from", "", "with --all: the version the runs are on")
 	agent := fs.String("agent", "", "with --all: only this agent's runs (default: every agent's)")
 	batch := fs.Int("batch", 100, "with --all: how many runs are read and moved at a time")
+	ifReplay := fs.Bool("if-replay-passes", false, "with --all: move only the support runs whose replay on this binary's support agent, as version --to, makes the side effects their recording made (belay replay)")
+	worldPath := fs.String("world", "", "with --if-replay-passes: the support world's database, read by the requirements (default: DB + .world)")
 	tenant := fs.String("tenant", "", "the run's tenant (default: any)")
 	as := fs.String("as", "", "who decides, recorded in the trace (default: human:$USER)")
 	asJSON := jsonFlag(fs, "the run, one object (with --all: what was moved, one object)")
@@ -45,8 +53,12 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if len(pos) > 0 {
 			return usageError{fmt.Sprintf("migrate: --all moves every run at --from; give no RUN with it (got %q)", pos[0])}
 		}
-		return migrateAll(ctx, db, belay.MigrateAllOptions{Tenant: *tenant, Agent: *agent, From: *from, To: *to, Batch: *batch,
-			By: decider(*as)}, *asJSON, stdout)
+		o := belay.MigrateAllOptions{Tenant: *tenant, Agent: *agent, From: *from, To: *to, Batch: *batch, By: decider(*as)}
+		replayWorld := "" // no replay
+		if *ifReplay {
+			replayWorld = cmp.Or(*worldPath, "-")
+		}
+		return migrateAll(ctx, db, o, replayWorld, *asJSON, stdout)
 	}
 	if len(pos) != 1 {
 		return usageError{fmt.Sprintf("migrate: want one run id, got %d (%s; list runs with: belay runs)", len(pos), fs.usageLine())}
@@ -90,7 +102,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // migrateAll moves every run paused on a version mismatch at o.From to o.To.
-func migrateAll(ctx context.Context, db *storeTarget, o belay.MigrateAllOptions, asJSON bool, stdout io.Writer) error {
+// replayWorld, if not empty, asks for --if-replay-passes with the world at
+// that path ("-": the default one).
+func migrateAll(ctx context.Context, db *storeTarget, o belay.MigrateAllOptions, replayWorld string, asJSON bool, stdout io.Writer) error {
 	if o.From == "" || o.To == "" {
 		return usageError{"migrate --all: which versions? --from names the version the runs are on, --to the one the workers now run (belay show RUN names both)"}
 	}
@@ -102,6 +116,17 @@ func migrateAll(ctx context.Context, db *storeTarget, o belay.MigrateAllOptions,
 		return err
 	}
 	defer st.Close()
+	if replayWorld != "" {
+		if replayWorld == "-" {
+			replayWorld = ""
+		}
+		check, done, err := replayCheck(ctx, st, db, replayWorld, o.To)
+		if err != nil {
+			return err
+		}
+		defer done()
+		o.Check = check
+	}
 	res, err := belay.NewOperator(st).MigrateAll(ctx, o)
 	if err != nil {
 		return fmt.Errorf("%w (moved %d runs before it)", err, len(res.Moved))
@@ -117,9 +142,52 @@ func migrateAll(ctx context.Context, db *storeTarget, o belay.MigrateAllOptions,
 			Moved       int      `json:"moved"`
 			Batches     int      `json:"batches"`
 			Runs        []string `json:"runs"`
-		}{o.From, o.To, len(res.Moved), res.Batches, moved})
+			Refused     []string `json:"refused"`
+		}{o.From, o.To, len(res.Moved), res.Batches, moved, append([]string{}, res.Refused...)})
 	}
 	fmt.Fprintf(stdout, "%d runs moved from version %s to %s and queued, in %d batches of up to %d: the next workers on %s that run %s continue them\n",
 		len(res.Moved), o.From, o.To, res.Batches, o.Batch, db.Name(), o.To)
+	if len(res.Refused) > 0 {
+		fmt.Fprintf(stdout, "%d runs stay paused: their replay on %s does not make the side effects their recording made (belay replay --runs %s)\n",
+			len(res.Refused), o.To, strings.Join(res.Refused, ","))
+	}
 	return nil
+}
+
+// replayCheck is the check of --if-replay-passes: a run moves only if its
+// replay on this binary's support agent, as version to, in a sandbox,
+// passes (belay.ReplayPasses). done removes the sandbox.
+func replayCheck(ctx context.Context, src store.Store, db *storeTarget, worldPath, to string) (check func(context.Context, store.Run) (bool, error), done func(), err error) {
+	world, agent, err := openSupport(ctx, "migrate", db, worldPath, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	agent.Version = to
+	dir, err := os.MkdirTemp("", "belay-migrate-replay-")
+	if err != nil {
+		world.Close()
+		return nil, nil, err
+	}
+	sandbox, err := sqlite.Open(ctx, filepath.Join(dir, "sandbox.db"), sqlite.Config{})
+	if err != nil {
+		world.Close()
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("migrate: open the replay sandbox: %w", err)
+	}
+	done = func() {
+		sandbox.Close()
+		world.Close()
+		os.RemoveAll(dir)
+	}
+	check = func(ctx context.Context, run store.Run) (bool, error) {
+		if run.Agent != support.AgentName {
+			return false, nil
+		}
+		res, err := belay.Replay(ctx, src, []store.Run{run}, belay.ReplayOptions{Agent: agent, Sandbox: sandbox})
+		if err != nil {
+			return false, err
+		}
+		return belay.ReplayPasses(res[0], run.Status.Terminal()), nil
+	}
+	return check, done, nil
 }

@@ -40,7 +40,12 @@ func TestMigrateAllCommand(t *testing.T) {
 			t.Errorf("migrate %s: %v, want a usage error", strings.Join(args, " "), err)
 		}
 	}
-	out, err := migrate("--all", "--from", paused.AgentVersion, "--to", d.toVersion, "--batch", "1", "--as", "human:ops", "--json")
+	// A run of an agent this binary cannot replay stays where it is.
+	out, err := migrate("--all", "--from", paused.AgentVersion, "--to", d.toVersion, "--if-replay-passes")
+	if err != nil || !strings.Contains(out, "0 runs moved") || !strings.Contains(out, "1 runs stay paused") || !strings.Contains(out, d.version) {
+		t.Errorf("migrate --all --if-replay-passes: %q, %v", out, err)
+	}
+	out, err = migrate("--all", "--from", paused.AgentVersion, "--to", d.toVersion, "--batch", "1", "--as", "human:ops", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package support
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -205,5 +206,42 @@ func TestDeployWithoutContinuesPausesAndMigrateAllMovesThem(t *testing.T) {
 		if !found {
 			t.Errorf("run %s has no migrated event by human:ops", id)
 		}
+	}
+}
+
+// TestMigrateAllIfReplayPasses moves the paused runs whose replay on
+// version 2 makes the side effects their recordings made: here all of them,
+// since version 2 only rewords the instructions; the replays touch nothing
+// in the world.
+func TestMigrateAllIfReplayPasses(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, w, v1, _ := deployFixture(t)
+	v2 := version2(w)
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{v2}, HumanApproval: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finishAll(t, rt, st)
+	before := mustCounts(t, w)
+	sb := sandbox(t)
+	checked := 0
+	res, err := rt.Operator().MigrateAll(ctx, belay.MigrateAllOptions{From: v1.Version, To: v2.Version, By: "human:ops",
+		Check: func(ctx context.Context, run store.Run) (bool, error) {
+			checked++
+			r, err := belay.Replay(ctx, st, []store.Run{run}, belay.ReplayOptions{Agent: version2(w), Sandbox: sb})
+			if err != nil {
+				return false, err
+			}
+			return belay.ReplayPasses(r[0], run.Status.Terminal()), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 5 || len(res.Moved) != checked || len(res.Refused) != 0 {
+		t.Errorf("checked %d runs, moved %d, refused %v; want every paused run moved", checked, len(res.Moved), res.Refused)
+	}
+	if got := mustCounts(t, w); got != before {
+		t.Errorf("the world after the replays: %+v, want %+v", got, before)
 	}
 }
