@@ -3,6 +3,7 @@ package belay
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
@@ -65,5 +66,38 @@ func TestMigrateAllLeavesWhatItsCheckRefuses(t *testing.T) {
 	}
 	if got := getRun(t, st, ids[0]); got.Status != store.StatusQueued || got.AgentVersion != next.Version {
 		t.Errorf("a moved run is %s on %s, want queued on the new version", got.Status, got.AgentVersion)
+	}
+}
+
+// A run a worker of the old version held when it died is taken, once its
+// lease runs out, by a worker of a version that continues the old one, and
+// finishes there without a pause, its move in the trace.
+func TestContinuesTakesARunItsOldWorkerLeft(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	ctx := context.Background()
+	c := newClock()
+	old := &Agent{Name: "a", Instructions: "be brief", Model: scripted.New()}
+	run, _, err := newRuntime(t, st, c, old).StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claimed, err := st.ClaimRuns(ctx, store.ClaimRunsParams{Owner: "gone-worker", Now: c.Now(), TTL: time.Second, Limit: 1}); err != nil || len(claimed) != 1 {
+		t.Fatalf("claim as the old worker: %v, %v", claimed, err)
+	}
+	c.Advance(time.Minute)
+	next := &Agent{Name: "a", Instructions: "be thorough", Continues: []string{old.Version},
+		Model: scripted.New(scripted.Reply{Text: "done on the new version"})}
+	if err := newRuntime(t, st, c, next).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := getRun(t, st, run.ID)
+	if done.Status != store.StatusDone || done.AgentVersion != next.Version || done.Final != "done on the new version" {
+		t.Fatalf("the run is %s (%s) on %s with %q", done.Status, done.StopReason, done.AgentVersion, done.Final)
+	}
+	ev := findEvent(t, st, run.ID, store.EventMigrated)
+	d, err := store.DecodeEvent[store.MigratedData](ev)
+	if err != nil || d.By != ContinuesDecider || d.From != old.Version || d.To != next.Version {
+		t.Errorf("migrated event %+v, %v", d, err)
 	}
 }
