@@ -22,6 +22,14 @@ type Agent struct {
 	// version. Default: a hash of the instructions, the tool definitions and
 	// the model name, so any change to what the model sees is a new version.
 	Version string
+	// Continues lists the older versions of this agent whose runs this
+	// version may continue without a person's migration: a deploy that
+	// rewords the instructions, say, or adds a tool the older runs can do
+	// without. A worker of this version moves such a run to it when it
+	// takes the run, with a migrated event by "agent:continues", instead of
+	// pausing it with version_mismatch. Default: none, every other version
+	// pauses.
+	Continues []string
 	// Model answers each turn. Required.
 	Model model.Model
 	// Fallback, if set, answers a turn when Model is overloaded after its

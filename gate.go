@@ -37,6 +37,8 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 	calls := make([]gatedCall, len(uses))
 	var needs []int
 	decisions := make([]Decision, len(uses))
+	parents := make([]*store.ParentEffect, len(uses))
+	var fork *forkLedgers
 	var prior []PriorEffect
 	priorLoaded := false
 	for i, use := range uses {
@@ -56,6 +58,15 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 			Args: use.Input, Run: x.info(), Prior: prior})
 		if err != nil {
 			return nil, &hookError{fmt.Errorf("policy for %s: %w", tool.Name, err)}
+		}
+		if x.guard.Fork != nil && tool.Effect.SideEffecting() {
+			var answered bool
+			if d, parents[i], answered, err = x.forkGate(ctx, &fork, tool, use, d); err != nil {
+				return nil, err
+			}
+			if answered {
+				continue // its ledger answers it, from the parent's effect
+			}
 		}
 		if d.Verdict == NeedsApproval && !x.r.cfg.HumanApproval {
 			d = Decision{Verdict: Deny, Category: d.Category,
@@ -102,7 +113,9 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 		a, ok := byCall[use.Name+"\x00"+hash]
 		switch {
 		case !ok:
-			missing = append(missing, x.newApproval(use, hash, decisions[i]))
+			a := x.newApproval(use, hash, decisions[i])
+			a.ParentEffect = parents[i]
+			missing = append(missing, a)
 			waiting = true
 		case a.Status == store.ApprovalPending:
 			waiting = true

@@ -72,6 +72,11 @@ type guardState struct {
 	// Sleeps holds, by tool_use id, when a call that asked to come back
 	// later (ResumeAfter) is due.
 	Sleeps map[string]time.Time `json:"sleeps,omitempty"`
+	// Fork, on a fork, names where it came from (fork.go); Rebuild says
+	// the state above is to be rebuilt from the run's history, as its
+	// parent's was at the fork's step, when a worker first loads it.
+	Fork    *forkOrigin `json:"fork,omitempty"`
+	Rebuild bool        `json:"rebuild,omitempty"`
 }
 
 // factMemory bounds Facts: a result seen more than this many new facts ago

@@ -154,7 +154,12 @@ func (x *execution) log() *slog.Logger {
 }
 
 func (x *execution) info() RunInfo {
-	return RunInfo{ID: x.run.ID, Tenant: x.run.Tenant, User: x.run.User, ClientRequestID: x.run.ClientRequestID, Input: x.run.Input}
+	request := x.run.ClientRequestID
+	if request == "" && x.guard.Fork != nil {
+		// A fork is about the request its parent was started for.
+		request = x.guard.Fork.Request
+	}
+	return RunInfo{ID: x.run.ID, Tenant: x.run.Tenant, User: x.run.User, ClientRequestID: request, Input: x.run.Input}
 }
 
 func (x *execution) loop(ctx context.Context) error {
@@ -166,6 +171,11 @@ func (x *execution) loop(ctx context.Context) error {
 		return err
 	}
 	x.durable = stateOf(x.run)
+	if x.run.AgentVersion != x.agent.Version && slices.Contains(x.agent.Continues, x.run.AgentVersion) {
+		if err := x.continueVersion(ctx); err != nil {
+			return err
+		}
+	}
 	if x.run.AgentVersion != x.agent.Version {
 		return x.stop(ctx, store.StatusPaused, "version_mismatch", fmt.Sprintf(
 			"run was started on %s version %s, this worker has version %s; it is not resumed into another version without an explicit migration",
@@ -227,6 +237,9 @@ func (x *execution) load(ctx context.Context) error {
 	if len(x.run.Guard) > 0 {
 		if err := json.Unmarshal(x.run.Guard, &x.guard); err != nil {
 			return fmt.Errorf("load guard state: %w", err)
+		}
+		if x.guard.Rebuild {
+			x.rebuildGuard()
 		}
 	}
 	if len(x.run.Plan) > 0 {

@@ -43,6 +43,9 @@ type Approval struct {
 	DecidedBy  string          `json:"decided_by,omitempty"`
 	DecidedAt  *time.Time      `json:"decided_at,omitempty"`
 	Note       string          `json:"note,omitempty"`
+	// ParentDid, on an approval of a fork's call, is the equal side effect
+	// the fork's parent recorded: the parent did this already.
+	ParentDid *ParentDid `json:"parent_did,omitempty"`
 }
 
 // ApprovalFilter selects the approvals Approvals lists. The zero value

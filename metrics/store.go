@@ -30,6 +30,10 @@ type StoreCollector struct {
 	// health is nil for a store that has no health of its own.
 	health  store.HealthChecker
 	corrupt *prometheus.Desc
+
+	// deployer is nil for a store that does not count runs per version.
+	deployer  store.Deployer
+	byVersion *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*StoreCollector)(nil)
@@ -59,6 +63,12 @@ func NewStoreCollector(s store.Store) *StoreCollector {
 		c.corrupt = prometheus.NewDesc("belay_store_corrupt",
 			"1 once the store found its database file damaged and stopped writing to it (run belay check), else 0.", nil, nil)
 	}
+	if d, ok := s.(store.Deployer); ok {
+		c.deployer = d
+		c.byVersion = prometheus.NewDesc("belay_runs_by_version",
+			"Runs not ended, by agent and agent version: runs a deploy left on an older version show here until they end or move.",
+			[]string{"agent", "version"}, nil)
+	}
 	return c
 }
 
@@ -75,6 +85,9 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if c.health != nil {
 		ch <- c.corrupt
+	}
+	if c.deployer != nil {
+		ch <- c.byVersion
 	}
 }
 
@@ -108,4 +121,13 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(counts.Runs[s]), string(s))
 	}
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(counts.PendingApprovals))
+	if c.deployer != nil {
+		versions, err := c.deployer.RunsByVersion(ctx)
+		if err != nil {
+			return
+		}
+		for _, v := range versions {
+			ch <- prometheus.MustNewConstMetric(c.byVersion, prometheus.GaugeValue, float64(v.Runs), v.Agent, v.Version)
+		}
+	}
 }

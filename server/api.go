@@ -85,6 +85,8 @@ func (s *Server) apiRoutes(mux routeMux) {
 	mux.Handle("POST /v1/runs/{id}/messages", s.api(s.say, operators...))
 	mux.Handle("POST /v1/runs/{id}/signals", s.api(s.signal, operators...))
 	mux.Handle("POST /v1/runs/{id}/cancel", s.api(s.cancelRun, operators...))
+	mux.Handle("POST /v1/runs/{id}/fork", s.api(s.forkRun, operators...))
+	mux.Handle("POST /v1/migrations", s.api(s.migrate, operators...))
 	mux.Handle("GET /v1/approvals", s.api(s.listApprovals, approvers...))
 	mux.Handle("GET /v1/approvals/{id}", s.api(s.getApproval, approvers...))
 	mux.Handle("POST /v1/approvals/{id}/decision", s.api(s.decide, approvers...))

@@ -35,6 +35,19 @@ type approvalView struct {
 	DecidedBy     string               `json:"decided_by,omitempty"`
 	DecidedAt     *time.Time           `json:"decided_at,omitempty"`
 	Note          string               `json:"note,omitempty"`
+	// ParentDid, on an approval of a fork's call, is the equal effect the
+	// fork's parent recorded: the parent did this already.
+	ParentDid *parentDidView `json:"parent_did,omitempty"`
+}
+
+// parentDidView is the effect of a fork's parent that an approval's call
+// would repeat. Its result is not shown: the run's effects are read where
+// the key's roles allow.
+type parentDidView struct {
+	RunID string `json:"run_id"`
+	Key   string `json:"key"`
+	Step  int    `json:"step"`
+	State string `json:"state"`
 }
 
 // approvalView shows an approval with the secret arguments of its tool
@@ -49,6 +62,9 @@ func (s *Server) approvalView(a store.Approval, run store.Run) approvalView {
 	if !a.DecidedAt.IsZero() {
 		t := a.DecidedAt
 		v.DecidedAt = &t
+	}
+	if pe := a.ParentEffect; pe != nil {
+		v.ParentDid = &parentDidView{RunID: pe.RunID, Key: pe.Key, Step: pe.Step, State: string(pe.State)}
 	}
 	return v
 }

@@ -248,6 +248,8 @@ func (d *driver) driveRuns(op, both, approver string) {
 	d.expect(apiCall{method: "GET", path: "/v1/runs/" + r.ID, key: approver}, 200, "")
 	d.expect(apiCall{method: "GET", path: "/v1/runs/" + r.ID + "/effects", key: op}, 200, "")
 	d.driveEvents(approver, r.ID)
+	d.driveFork(op, approver, r.ID)
+	d.driveMigrations(op)
 	d.expect(apiCall{method: "POST", path: "/v1/runs/" + r.ID + "/cancel", key: op}, 409, "wrong_status")
 
 	// The person who started a run does not approve its actions.

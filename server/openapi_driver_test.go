@@ -183,6 +183,10 @@ func bodyOf(route string) any {
 		return map[string]any{"text": "a reply"}
 	case "POST /v1/runs/{id}/signals":
 		return map[string]any{"name": "payment_settled"}
+	case "POST /v1/runs/{id}/fork":
+		return map[string]any{"at_step": 0}
+	case "POST /v1/migrations":
+		return map[string]any{"from": "v0", "to": "v1"}
 	case "POST /v1/approvals/{id}/decision":
 		return map[string]any{"decision": "approve", "binding": "b"}
 	case "PUT /v1/killswitch":

@@ -124,6 +124,10 @@ type Approval struct {
 	DecidedBy  string
 	DecidedAt  time.Time
 	Note       string
+	// ParentEffect, on an approval of a fork's call, is the equal effect
+	// the fork's parent recorded after the fork's step: the parent did this
+	// already. Nil otherwise.
+	ParentEffect *ParentEffect
 }
 
 // ListApprovalsParams filters approvals. Zero fields do not filter.

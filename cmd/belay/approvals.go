@@ -79,6 +79,9 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "  what     %s\n", a.Summary)
 		fmt.Fprintf(stdout, "  why      %s (policy %s)\n", a.Reason, a.PolicyVersion)
 		fmt.Fprintf(stdout, "  run      %s (tenant %s), tool %s %s\n", a.RunID, a.Tenant, a.Tool, compact(a.Args))
+		if pe := a.ParentEffect; pe != nil {
+			fmt.Fprintf(stdout, "  parent   run %s did this after its step %d (%s); this run is its fork, and approving does it again\n", pe.RunID, pe.Step, pe.State)
+		}
 		if a.Status == store.ApprovalPending {
 			fmt.Fprintf(stdout, "  expires  %s (in %s)\n", a.ExpiresAt.Local().Format(time.DateTime), time.Until(a.ExpiresAt).Round(time.Second))
 			fmt.Fprintf(stdout, "  decide   belay approve %s | belay reject %s --note ... | belay approve %s --edit '{...}'\n", a.ID, a.ID, a.ID)
@@ -260,6 +263,16 @@ type approvalJSON struct {
 	DecidedBy     string               `json:"decided_by,omitempty"`
 	DecidedAt     *time.Time           `json:"decided_at,omitempty"`
 	Note          string               `json:"note,omitempty"`
+	// ParentDid is, on a fork's approval, the parent's equal effect.
+	ParentDid *parentDidJSON `json:"parent_did,omitempty"`
+}
+
+// parentDidJSON is the API's parent_did.
+type parentDidJSON struct {
+	RunID string `json:"run_id"`
+	Key   string `json:"key"`
+	Step  int    `json:"step"`
+	State string `json:"state"`
 }
 
 func newApprovalJSON(a store.Approval) approvalJSON {
@@ -272,6 +285,9 @@ func newApprovalJSON(a store.Approval) approvalJSON {
 	}
 	if len(a.EditedArgs) > 0 {
 		v.EditedArgs = jsonValue(a.EditedArgs)
+	}
+	if pe := a.ParentEffect; pe != nil {
+		v.ParentDid = &parentDidJSON{RunID: pe.RunID, Key: pe.Key, Step: pe.Step, State: string(pe.State)}
 	}
 	return v
 }

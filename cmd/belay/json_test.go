@@ -110,6 +110,11 @@ func newDataStore(t *testing.T) dataStore {
 		t.Fatal(err)
 	}
 	d.pending = []string{pending[2].ID, pending[3].ID}
+	// The decided runs go on: one deletes an account on a policy's
+	// approval, which belay audit lists.
+	if err := drainExcept(ctx, st, agents[:1]); err != nil {
+		t.Fatal(err)
+	}
 	effects, err := st.Effects(ctx, "", d.unknown)
 	if err != nil || len(effects) != 1 {
 		t.Fatalf("effects of %s: %v, %v", d.unknown, effects, err)
@@ -185,6 +190,12 @@ func TestEveryCommandPrintsJSONLines(t *testing.T) {
 		{args: []string{"trace", d.done}},
 		{args: []string{"approvals", "--status", "all"}},
 		{args: []string{"stats", "approvals"}},
+		{args: []string{"replay", "--runs", d.done}},
+		{args: []string{"audit"}, then: func(lines []map[string]any) {
+			if len(lines) != 1 || lines[0]["tool"] != "delete_account" || lines[0]["decided_by"] != "policy:demo-auto" {
+				t.Errorf("audit --json: %v, want the account deleted on policy:demo-auto's approval", lines)
+			}
+		}},
 		{args: []string{"keys", "create", "--tenant", "acme", "--role", "approver", "--name", "maya"},
 			then: func(lines []map[string]any) { keyID, _ = lines[0]["id"].(string) }},
 		{args: []string{"keys", "list"}},
@@ -200,6 +211,7 @@ func TestEveryCommandPrintsJSONLines(t *testing.T) {
 		{args: []string{"say", d.asking, "to my card", "--key", "msg-1"}},
 		{args: []string{"resolve", d.unknown, d.unknownKey, "--not-applied"}},
 		{args: []string{"migrate", d.version, "--to-version", d.toVersion}},
+		{args: []string{"fork", d.done, "--at-step", "2", "--as", "human:fran"}},
 		{args: []string{"prune", "--older-than", "1h"}},
 		{args: []string{"backup", filepath.Join(dir, "copy.db")}},
 		{args: []string{"check"}},

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	"github.com/belayrun/belay/policy"
 )
 
 const policyUsage = `usage: belay policy simulate --traffic FILE --policy FILE [--p-wrong P] [--name NAME]
+       belay policy simulate --from-store [--since AGE] [--harm FILE] --policy FILE [--db PATH | --database-url URL]
        belay policy check --policy FILE
 
 simulate weighs a policy file against a traffic file (YAML, JSON or CSV rows of
@@ -19,10 +21,15 @@ check validates a policy file and prints its version and its rules.`
 
 var policyVerbUsage = map[string]string{
 	"simulate": `usage: belay policy simulate --traffic FILE --policy FILE [--p-wrong P] [--name NAME]
+       belay policy simulate --from-store [--since AGE] [--harm FILE] --policy FILE [--db PATH | --database-url URL]
 
 Weighs the policy file against the traffic file (YAML, JSON or CSV rows of kind,
 count, external, cents, bulk, harm): approvals asked, harm left and harm stopped
-per approval, next to gating nothing and gating everything.`,
+per approval, next to gating nothing and gating everything.
+With --from-store the traffic is the tool calls the store's runs recorded (created
+within --since), counted per tool and arguments cents and bulk; --harm is a traffic
+file whose counts are not read, giving each kind's harm and external flag (a kind
+it does not list does no harm).`,
 	"check": `usage: belay policy check --policy FILE
 
 Validates a policy file and prints its version and its rules, in the order
@@ -43,6 +50,10 @@ func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func runPolicySimulate(ctx context.Context, fs *commandFlags, args []string, stdout io.Writer) error {
 	trafficPath := fs.String("traffic", "", "traffic file: .yaml, .yml, .json or .csv")
+	fromStore := fs.Bool("from-store", false, "weigh the tool calls the store's runs recorded instead of a traffic file")
+	since := fs.String("since", "", "with --from-store: only runs created this recently: 7d, 12h (default: all)")
+	harmPath := fs.String("harm", "", "with --from-store: a traffic file giving each kind's harm and external flag; its counts are not read")
+	db := dbFlag(fs)
 	policyPath := fs.String("policy", "", "policy file")
 	pWrong := fs.Float64("p-wrong", 0.03, "how often the agent picks the wrong target, from 0 to 1")
 	name := fs.String("name", "by rule", "the policy's row in the table")
@@ -51,8 +62,12 @@ func runPolicySimulate(ctx context.Context, fs *commandFlags, args []string, std
 		return err
 	}
 	switch {
-	case *trafficPath == "":
-		return usageError{"policy simulate: --traffic is required (" + fs.usageLine() + ")"}
+	case *fromStore && *trafficPath != "":
+		return usageError{"policy simulate: --traffic or --from-store, not both (" + fs.usageLine() + ")"}
+	case !*fromStore && (*since != "" || *harmPath != ""):
+		return usageError{"policy simulate: --since and --harm go with --from-store (" + fs.usageLine() + ")"}
+	case *trafficPath == "" && !*fromStore:
+		return usageError{"policy simulate: --traffic FILE or --from-store is required (" + fs.usageLine() + ")"}
 	case *policyPath == "":
 		return usageError{"policy simulate: --policy is required (" + fs.usageLine() + ")"}
 	case !(*pWrong >= 0 && *pWrong <= 1):
@@ -64,7 +79,12 @@ func runPolicySimulate(ctx context.Context, fs *commandFlags, args []string, std
 	if err != nil {
 		return err
 	}
-	traffic, err := policy.LoadTraffic(*trafficPath)
+	var traffic []policy.Action
+	if *fromStore {
+		traffic, err = trafficFromStore(ctx, db, *since, *harmPath)
+	} else {
+		traffic, err = policy.LoadTraffic(*trafficPath)
+	}
 	if err != nil {
 		return err
 	}
@@ -162,4 +182,38 @@ func newPolicyRowJSON(row string, r policy.Row) policyRowJSON {
 		out.DeniedKinds = []string{}
 	}
 	return out
+}
+
+// trafficFromStore reads the traffic the store's runs recorded, with each
+// kind's harm from harmPath.
+func trafficFromStore(ctx context.Context, db *storeTarget, since, harmPath string) ([]policy.Action, error) {
+	var from time.Time
+	if since != "" {
+		age, err := parseAge(since)
+		if err != nil {
+			return nil, usageError{"policy simulate: --since: " + err.Error()}
+		}
+		from = time.Now().Add(-age)
+	}
+	var kinds []policy.Action
+	if harmPath != "" {
+		var err error
+		if kinds, err = policy.LoadTraffic(harmPath); err != nil {
+			return nil, err
+		}
+	}
+	st, err := db.openExisting(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	traffic, err := policy.TrafficFromStore(ctx, st, from, kinds)
+	if err != nil {
+		return nil, err
+	}
+	if len(traffic) == 0 {
+		return nil, fmt.Errorf("policy simulate: the runs of %s record no tool call%s; run some first, or weigh a traffic file with --traffic",
+			db.Name(), map[bool]string{true: " in the last " + since, false: ""}[since != ""])
+	}
+	return traffic, nil
 }

@@ -105,6 +105,7 @@ func TestREADMECommands(t *testing.T) {
 		"say":     {"RUN": fx.askingRun},
 		"resolve": {"RUN": fx.unknownRun, "KEY": fx.unknownKey},
 		"migrate": {"RUN": fx.mismatchRun, "V": fx.toVersion},
+		"fork":    {"RUN": demoRun},
 	}
 	var server *exec.Cmd
 	var serverOut *lockedBuffer
@@ -190,6 +191,15 @@ func TestREADMECommands(t *testing.T) {
 		},
 		"migrate": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^run `+fx.mismatchRun+` moved from migrating version v1 to v2 and is queued`)
+		},
+		"audit": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `(?m)(^\d+ irreversible side effects ran on a policy's approval, not a person's$|^no irreversible side effect ran on a policy's approval)`)
+		},
+		"replay": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `(?m)^total \d+\s+\d+ verified\s`)
+		},
+		"fork": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `^run run_\w+ forked from `+demoRun+` at step 4 and queued: `)
 		},
 		"killswitch on": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^kill switch engaged for tenant acme: `)

@@ -55,6 +55,7 @@ func queueApprovals(b *pgx.Batch, runID string, now time.Time, as []store.Approv
 			"self_approval":  a.SelfApproval,
 			"expires_at":     sqlrow.Nanos(a.ExpiresAt),
 			"now":            sqlrow.Nanos(now),
+			"parent_effect":  sqlrow.ParentEffectColumn(a.ParentEffect),
 		})
 	}
 }

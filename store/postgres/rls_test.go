@@ -15,7 +15,7 @@ import (
 
 // tenantTables are the tables row-level security confines.
 var tenantTables = []string{"runs", "journal", "effects", "outbox", "approvals", "waits", "signals", "kill_switches",
-	"api_keys", "sessions", "webhooks", "deliveries"}
+	"api_keys", "sessions", "webhooks", "deliveries", "run_lineage"}
 
 // rlsFixture gives tenants a and b a run each with a row in every tenant
 // table.
@@ -67,6 +67,11 @@ func rlsFixture(t *testing.T, s *Store) {
 			Secret: "s", CreatedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A lineage row for each tenant's run, as a fork of it would have.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO run_lineage (tenant, run_id, parent_run_id, at_step, forked_by, reason, created_at)
+		VALUES ('a', 'run-a', 'p', 0, 'x', '', 0), ('b', 'run-b', 'p', 0, 'x', '', 0)`); err != nil {
+		t.Fatal(err)
 	}
 	// Fans each tenant's notification out to its webhook.
 	if ds, err := s.ClaimDeliveries(ctx, store.ClaimDeliveriesParams{Owner: "sender", Now: t0, TTL: time.Minute, Limit: 10}); err != nil || len(ds) != 2 {

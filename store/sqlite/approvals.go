@@ -48,6 +48,7 @@ func insertApprovals(ctx context.Context, tx *writeTx, runID string, now time.Ti
 			sql.Named("self_approval", a.SelfApproval),
 			sql.Named("expires_at", sqlrow.Nanos(a.ExpiresAt)),
 			sql.Named("now", sqlrow.Nanos(now)),
+			sql.Named("parent_effect", sqlrow.ParentEffectColumn(a.ParentEffect)),
 		); err != nil {
 			return fmt.Errorf("approval for %s: %w", a.Tool, err)
 		}

@@ -79,6 +79,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Counts", testCounts},
 		{"PruneRuns", testPruneRuns},
 		{"Refusals", testRefusals},
+		{"ForkRun", testForkRun},
+		{"ForkPrune", testForkPrune},
+		{"ApprovalParentEffect", testApprovalParentEffect},
+		{"MoveVersion", testMoveVersion},
+		{"RunsByVersion", testRunsByVersion},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

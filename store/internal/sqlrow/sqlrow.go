@@ -132,6 +132,7 @@ var layouts = map[string]func() []string{
 	"wait":            func() []string { return namesOf(waitColumns, new(waitRaw)) },
 	"signal":          func() []string { return namesOf(signalColumns, new(signalRaw)) },
 	"effect":          func() []string { return namesOf(effectColumns, new(effectRaw)) },
+	"lineage":         func() []string { return namesOf(lineageColumns, new(lineageRaw)) },
 	"customer_effect": func() []string { return namesOf(customerEffectColumns, new(customerEffectRaw)) },
 	"journal":         func() []string { return namesOf(journalColumns, new(struct{})) },
 	"outbox":          func() []string { return namesOf(outboxColumns, new(outboxRaw)) },

@@ -114,6 +114,7 @@ func TestLayouts(t *testing.T) {
 		"api_key":         destsOf(apiKeyColumns, &apiKeyRaw{roles: noList{}}),
 		"session":         destsOf(sessionColumns, new(sessionRaw)),
 		"webhook":         destsOf(webhookColumns, &webhookRaw{kinds: noList{}}),
+		"lineage":         destsOf(lineageColumns, new(lineageRaw)),
 	}
 	if len(dests) != len(layouts) {
 		t.Fatalf("%d row types checked, %d laid out", len(dests), len(layouts))
@@ -335,6 +336,7 @@ func TestScanErrors(t *testing.T) {
 		"api_key":         func(r Scanner) error { _, err := APIKey(r, new(list)); return err },
 		"session":         func(r Scanner) error { _, err := Session(r); return err },
 		"webhook":         func(r Scanner) error { _, err := Webhook(r, new(list)); return err },
+		"lineage":         func(r Scanner) error { _, err := Lineage(r); return err },
 	}
 	if len(scans) != len(layouts) {
 		t.Fatalf("%d scanners tested, %d row types", len(scans), len(layouts))

@@ -6,7 +6,7 @@
 -- is no limit.
 SELECT id, tenant, run_id, step, tool_use_id, tool, args, args_hash, reason, category, summary,
     policy_version, binding, self_approval, status, expires_at, created_at, edited_args, edited_hash,
-    decided_by, decided_at, note
+    decided_by, decided_at, note, parent_effect
 FROM approvals
 WHERE tenant = (SELECT r.tenant FROM runs r WHERE r.id = @run_id AND (@tenant = '' OR r.tenant = @tenant))
     AND run_id = @run_id

@@ -43,6 +43,8 @@ WITH candidates AS MATERIALIZED (
     DELETE FROM deliveries x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), outbox_gone AS (
     DELETE FROM outbox x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
+), lineage_gone AS (
+    DELETE FROM run_lineage x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), runs_gone AS (
     DELETE FROM runs x USING doomed d WHERE x.tenant = d.tenant AND x.id = d.id
     RETURNING 1

@@ -6,3 +6,4 @@ DELETE FROM waits WHERE run_id = @id;
 DELETE FROM signals WHERE run_id = @id;
 DELETE FROM deliveries WHERE run_id = @id;
 DELETE FROM outbox WHERE run_id = @id;
+DELETE FROM run_lineage WHERE run_id = @id;

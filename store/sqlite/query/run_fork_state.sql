@@ -1,0 +1,19 @@
+-- columns: run
+-- A fork's state as its parent's was at the step it was cut at, written
+-- just after the fork's row is inserted; its events are counted here so
+-- that journal_append.sql numbers them.
+UPDATE runs
+SET step = @step,
+    message_count = @message_count,
+    input_tokens = @input_tokens,
+    output_tokens = @output_tokens,
+    model_calls = @model_calls,
+    cost_nano_usd = @cost_nano_usd,
+    plan = @plan,
+    guard = @guard,
+    event_count = event_count + @events
+WHERE id = @id
+RETURNING id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
+    status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,
+    plan, guard, lease_owner, lease_expires, lease_epoch, resume_after,
+    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at, sensitive;
