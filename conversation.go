@@ -258,7 +258,7 @@ func (x *execution) awaitInput(ctx context.Context, missing []store.Wait, says [
 		_ = json.Unmarshal(w.Prompt, &in)
 		payload, _ := json.Marshal(map[string]any{"wait_id": w.ID, "run_id": x.run.ID, "tenant": x.run.Tenant,
 			"user": x.run.User, "kind": w.Kind, "question": in.Question, "choices": in.Choices, "role": in.Role,
-			"call_id": w.ToolUseID, "expires_at": w.ExpiresAt})
+			"call_id": w.ToolUseID, "binding": w.Binding, "expires_at": w.ExpiresAt})
 		x.outbox = append(x.outbox, store.OutboxMessage{Kind: "input_requested", Payload: payload})
 	}
 	x.run.Status = store.StatusWaitingInput
