@@ -155,7 +155,7 @@ type Runtime struct {
 	cfg   Config
 	store store.Store
 	// waiter is the store's waits, nil if it keeps none (then no agent
-	// may have a Conversation).
+	// may wait: New refuses it).
 	waiter store.Waiter
 	agents map[string]*Agent
 	// agentNames are the agents' names: a claim takes only their runs.
