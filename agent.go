@@ -206,8 +206,9 @@ func (a *Agent) hash() string {
 		Instructions string
 		Tools        []toolDef
 		Fallback     string `json:",omitempty"`
-		// Conversation is left out when false, so that the versions of
-		// agents without one are what they were.
+		// The built-in tools that make a run wait are left out when not
+		// offered, so that the versions of agents without them are what
+		// they were.
 		Conversation bool `json:",omitempty"`
 		Events       bool `json:",omitempty"`
 		People       bool `json:",omitempty"`

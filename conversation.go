@@ -25,6 +25,10 @@ import (
 // /v1/runs/{id}/messages, belay say) answers the wait and queues the run;
 // the turn runs again and the reply is ask_user's result. History, ledger,
 // budget and guards carry on, as after any other step.
+//
+// The gate of waits (gateWaits) is here too: it serves every built-in call
+// that makes a run wait, the events of events.go and the questions and
+// deferred results of person.go as well.
 
 // AskUserTool is the name of the built-in tool an agent with a Conversation
 // offers its model.
