@@ -33,12 +33,9 @@ type resultView struct {
 }
 
 func (s *Server) postResult(w http.ResponseWriter, r *http.Request, p Principal) error {
-	key := ""
-	if header := r.Header.Get("Idempotency-Key"); header != "" {
-		var err error
-		if key, err = parseIdempotencyKey(header); err != nil {
-			return err
-		}
+	key, err := optionalIdempotencyKey(r)
+	if err != nil {
+		return err
 	}
 	var req resultRequest
 	if err := decodeBody(r, &req); err != nil {
