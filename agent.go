@@ -74,6 +74,10 @@ type Agent struct {
 	// a run waits, holding no lease, for a named event sent to it
 	// (Operator.Signal). Default nil.
 	Events *Events
+	// People, if set, offers the model the built-in ask_person tool: a
+	// run asks a person of a role a question and waits, holding no lease,
+	// for the answer (Operator.PostResult). Default nil.
+	People *People
 
 	tools map[string]*Tool
 	// sensitive is what each run of the agent records of its tools'
@@ -162,6 +166,9 @@ func (a *Agent) prepare() error {
 	if err := a.prepareEvents(); err != nil {
 		return err
 	}
+	if err := a.preparePeople(); err != nil {
+		return err
+	}
 	for _, r := range a.Requirements {
 		if r.Name == "" || r.Check == nil {
 			return fmt.Errorf("agent %q: a requirement needs a name and a check", a.Name)
@@ -198,22 +205,28 @@ func (a *Agent) hash() string {
 		Schema            json.RawMessage
 		Effect            EffectClass
 		KeyFields         []string
+		// Deferred is left out when false, so that the versions of agents
+		// without a deferred tool are what they were.
+		Deferred bool `json:",omitempty"`
 	}
 	def := struct {
 		Model        string
 		Instructions string
 		Tools        []toolDef
 		Fallback     string `json:",omitempty"`
-		// Conversation is left out when false, so that the versions of
-		// agents without one are what they were.
+		// The built-in tools that make a run wait are left out when not
+		// offered, so that the versions of agents without them are what
+		// they were.
 		Conversation bool `json:",omitempty"`
 		Events       bool `json:",omitempty"`
-	}{Model: a.Model.Name(), Instructions: a.Instructions, Conversation: a.Conversation != nil, Events: a.Events != nil}
+		People       bool `json:",omitempty"`
+	}{Model: a.Model.Name(), Instructions: a.Instructions, Conversation: a.Conversation != nil, Events: a.Events != nil,
+		People: a.People != nil}
 	if a.Fallback != nil {
 		def.Fallback = a.Fallback.Name()
 	}
 	for _, t := range a.Tools {
-		def.Tools = append(def.Tools, toolDef{t.Name, t.Description, t.InputSchema, t.Effect, t.KeyFields})
+		def.Tools = append(def.Tools, toolDef{t.Name, t.Description, t.InputSchema, t.Effect, t.KeyFields, t.Deferred != nil})
 	}
 	b, _ := json.Marshal(def)
 	sum := sha256.Sum256(b)
@@ -221,7 +234,7 @@ func (a *Agent) hash() string {
 }
 
 func (a *Agent) toolSpecs() []model.ToolSpec {
-	specs := make([]model.ToolSpec, len(a.Tools), len(a.Tools)+2)
+	specs := make([]model.ToolSpec, len(a.Tools), len(a.Tools)+3)
 	for i, t := range a.Tools {
 		specs[i] = model.ToolSpec{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 	}
@@ -230,6 +243,9 @@ func (a *Agent) toolSpecs() []model.ToolSpec {
 	}
 	if a.Events != nil {
 		specs = append(specs, waitForEventSpec)
+	}
+	if a.People != nil {
+		specs = append(specs, askPersonSpec)
 	}
 	return specs
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,10 @@ import (
 // /v1/runs/{id}/messages, belay say) answers the wait and queues the run;
 // the turn runs again and the reply is ask_user's result. History, ledger,
 // budget and guards carry on, as after any other step.
+//
+// The gate of waits (gateWaits) is here too: it serves every built-in call
+// that makes a run wait, the events of events.go and the questions and
+// deferred results of person.go as well.
 
 // AskUserTool is the name of the built-in tool an agent with a Conversation
 // offers its model.
@@ -103,6 +108,9 @@ type waitRequest struct {
 	// says is what the run waits for, in words: the question, or the
 	// event.
 	says string
+	// expired is what the model reads once the wait's time has run out
+	// (but for a question to the user, which ends the conversation).
+	expired string
 }
 
 // waitRequestOf reads a call of a built-in tool that makes the run wait,
@@ -124,9 +132,34 @@ func (x *execution) waitRequestOf(use model.Block) (req waitRequest, ok bool, er
 		}
 		prompt, _ := json.Marshal(in)
 		return waitRequest{kind: store.WaitEvent, name: in.Name, prompt: prompt, ttl: x.agent.Events.Timeout,
-			says: "waits for the event " + in.Name}, true, nil
+			says: "waits for the event " + in.Name,
+			expired: fmt.Sprintf("No event %q came within %s; nothing arrived. Go on without it: "+
+				"tell the customer what you know, or escalate if it matters.", in.Name, x.agent.Events.Timeout)}, true, nil
+	case use.Name == AskPersonTool && x.agent.People != nil:
+		in, err := parsePersonQuestion(use.Input)
+		if err != nil {
+			return waitRequest{}, true, err
+		}
+		prompt, _ := json.Marshal(in)
+		return waitRequest{kind: store.WaitPerson, name: AskPersonTool, prompt: prompt, ttl: x.agent.People.Timeout,
+			says:    "asked a person (" + string(in.Role) + "): " + in.Question,
+			expired: fmt.Sprintf("No one answered within %s. %s", x.agent.People.Timeout, x.agent.People.Default)}, true, nil
+	}
+	if t, ok := x.agent.tools[use.Name]; ok && t.Deferred != nil {
+		return waitRequest{kind: store.WaitResult, name: t.Name, prompt: t.redact(use.Input), ttl: t.Deferred.Timeout,
+			says: "waits for the result of " + t.Name + " from outside",
+			expired: fmt.Sprintf("No result of this call came within %s, so nothing is known of it. "+
+				"Do not assume it happened; tell the customer, or escalate.", t.Deferred.Timeout)}, true, nil
 	}
 	return waitRequest{}, false, nil
+}
+
+// waits reports whether the agent's runs may wait on the store's waits.
+func (a *Agent) waits() bool {
+	if a.Conversation != nil || a.Events != nil || a.People != nil {
+		return true
+	}
+	return slices.ContainsFunc(a.Tools, func(t Tool) bool { return t.Deferred != nil })
 }
 
 // gateWaits answers the turn's calls of the built-in tools that make the
@@ -136,7 +169,7 @@ func (x *execution) waitRequestOf(use model.Block) (req waitRequest, ok bool, er
 // one transaction; gateWaits then returns errStop. Approvals are settled
 // first (gate), so a run never waits for both at once.
 func (x *execution) gateWaits(ctx context.Context, calls []gatedCall) ([]gatedCall, error) {
-	if x.agent.Conversation == nil && x.agent.Events == nil {
+	if !x.agent.waits() {
 		return calls, nil
 	}
 	var (
@@ -192,9 +225,8 @@ func (x *execution) gateWaits(ctx context.Context, calls []gatedCall) ([]gatedCa
 		case req.kind == store.WaitInput: // expired: the conversation ends
 			return nil, x.escalate(ctx, store.StatusEscalated, "conversation_idle", fmt.Sprintf(
 				"the user did not reply within %s to: %s", req.ttl, text.Clip(strings.TrimPrefix(req.says, "asked the user: "), 500)), nil, nil)
-		default: // expired: the model is told, and decides
-			blk := x.refuse(use, fmt.Sprintf("No event %q came within %s; nothing arrived. Go on without it: "+
-				"tell the customer what you know, or escalate if it matters.", req.name, req.ttl))
+		default: // expired: the model reads the stated default, and decides
+			blk := x.refuse(use, req.expired)
 			calls[i].result = &blk
 		}
 	}
@@ -217,18 +249,20 @@ func (x *execution) newWait(use model.Block, req waitRequest) store.Wait {
 }
 
 // awaitInput persists the missing waits with their notifications and lets
-// go of the run. A question to the user is notified (input_requested); an
-// event is awaited quietly, as what sends it knows already.
+// go of the run. A question, to the user or to a person, is notified
+// (input_requested); an event or a deferred result is awaited quietly, as
+// what sends it knows already.
 func (x *execution) awaitInput(ctx context.Context, missing []store.Wait, says []string) error {
 	for _, w := range missing {
 		x.emit(store.EventWaitRequested, store.WaitRequestedData{WaitID: w.ID, Kind: w.Kind, Name: w.Name, Prompt: w.Prompt, ExpiresAt: w.ExpiresAt})
-		if w.Kind != store.WaitInput {
+		if w.Kind != store.WaitInput && w.Kind != store.WaitPerson {
 			continue
 		}
-		var in askInput
+		var in personQuestion
 		_ = json.Unmarshal(w.Prompt, &in)
 		payload, _ := json.Marshal(map[string]any{"wait_id": w.ID, "run_id": x.run.ID, "tenant": x.run.Tenant,
-			"user": x.run.User, "kind": w.Kind, "question": in.Question, "expires_at": w.ExpiresAt})
+			"user": x.run.User, "kind": w.Kind, "question": in.Question, "choices": in.Choices, "role": in.Role,
+			"call_id": w.ToolUseID, "binding": w.Binding, "expires_at": w.ExpiresAt})
 		x.outbox = append(x.outbox, store.OutboxMessage{Kind: "input_requested", Payload: payload})
 	}
 	x.run.Status = store.StatusWaitingInput
@@ -244,16 +278,22 @@ func (x *execution) awaitInput(ctx context.Context, missing []store.Wait, says [
 // answerResult is the result of a call whose wait was answered: the
 // user's reply as text, or the event's payload as it was sent.
 func (x *execution) answerResult(use model.Block, w store.Wait) model.Block {
-	content := string(w.Answer)
-	if w.Kind == store.WaitInput {
+	content, isError := string(w.Answer), false
+	switch w.Kind {
+	case store.WaitInput, store.WaitPerson:
 		var a replyAnswer
 		if err := json.Unmarshal(w.Answer, &a); err == nil {
 			content = a.Text
 		}
+	case store.WaitResult:
+		var a resultAnswer
+		if err := json.Unmarshal(w.Answer, &a); err == nil {
+			content, isError = string(a.Result), a.IsError
+		}
 	}
-	x.emit(store.EventToolCall, store.ToolCallData{ID: use.ID, Tool: use.Name, Args: use.Input})
-	x.emit(store.EventToolResult, store.ToolResultData{ID: use.ID, Tool: use.Name, Preview: preview(content)})
-	return model.ToolResultBlock(use.ID, content, false)
+	x.emit(store.EventToolCall, store.ToolCallData{ID: use.ID, Tool: use.Name, Args: x.agent.tools[use.Name].redact(use.Input)})
+	x.emit(store.EventToolResult, store.ToolResultData{ID: use.ID, Tool: use.Name, IsError: isError, Preview: preview(content)})
+	return model.ToolResultBlock(use.ID, content, isError)
 }
 
 // waitBinding is what an answer may name to hold only for one wait: the

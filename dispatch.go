@@ -222,6 +222,9 @@ func (x *execution) toolNames() []string {
 	if x.agent.Events != nil {
 		names = append(names, WaitForEventTool)
 	}
+	if x.agent.People != nil {
+		names = append(names, AskPersonTool)
+	}
 	return names
 }
 

@@ -155,7 +155,7 @@ type Runtime struct {
 	cfg   Config
 	store store.Store
 	// waiter is the store's waits, nil if it keeps none (then no agent
-	// may have a Conversation).
+	// may wait: New refuses it).
 	waiter store.Waiter
 	agents map[string]*Agent
 	// agentNames are the agents' names: a claim takes only their runs.
@@ -204,8 +204,8 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r.waiter, _ = cfg.Store.(store.Waiter)
 	for _, a := range cfg.Agents {
-		if (a.Conversation != nil || a.Events != nil) && r.waiter == nil {
-			return nil, fmt.Errorf("config: agent %q waits (Conversation or Events), and %T keeps no waits; use the SQLite or PostgreSQL store", a.Name, cfg.Store)
+		if a.waits() && r.waiter == nil {
+			return nil, fmt.Errorf("config: agent %q waits (Conversation, Events, People or a Deferred tool), and %T keeps no waits; use the SQLite or PostgreSQL store", a.Name, cfg.Store)
 		}
 	}
 	return r, nil

@@ -78,6 +78,11 @@ type Tool struct {
 	// Breaker configures the tool's circuit breaker. Zero fields take
 	// BreakerPolicy's defaults.
 	Breaker BreakerPolicy
+	// Deferred, if set, makes the tool's result come from outside: Belay
+	// records the call (after the policy allowed it), the run waits, and
+	// another system posts the result (Operator.PostResult, POST
+	// /v1/runs/{id}/results/{call}). Call is then not used. Default nil.
+	Deferred *Deferred
 
 	// Call performs the call with arguments already validated against
 	// InputSchema. Its result must be JSON. Required.
@@ -187,8 +192,11 @@ func (t *Tool) validate() error {
 	if t.Name == "" {
 		return errors.New("tool without a name")
 	}
-	if t.Call == nil {
+	if t.Call == nil && t.Deferred == nil {
 		return fmt.Errorf("tool %q has no Call", t.Name)
+	}
+	if err := t.Deferred.prepare(t.Name); err != nil {
+		return err
 	}
 	switch t.Effect {
 	case "":

@@ -381,7 +381,7 @@ func TestEveryOperationHasACall(t *testing.T) {
 	}
 	calls := map[string]string{
 		"createRun": "CreateRun", "listRuns": "Runs", "getRun": "GetRun", "getTrace": "Trace",
-		"streamRunEvents": "Events", "getRunEffects": "Effects", "getRunMessages": "Messages", "cancelRun": "CancelRun", "sayToRun": "Say", "signalRun": "SendEvent",
+		"streamRunEvents": "Events", "getRunEffects": "Effects", "getRunMessages": "Messages", "cancelRun": "CancelRun", "sayToRun": "Say", "signalRun": "SendEvent", "postResult": "PostResult",
 		"forkRun": "ForkRun", "migrateRuns": "MigrateRuns",
 		"listApprovals": "Approvals", "getApproval": "GetApproval", "decideApproval": "Decide", "approvalStats": "ApprovalStats",
 		"getKillSwitch": "KillSwitch", "setKillSwitch": "SetKillSwitch", "listKeys": "Keys", "createKey": "CreateKey",

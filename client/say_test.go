@@ -107,3 +107,50 @@ func TestSendEvent(t *testing.T) {
 		t.Errorf("an event without a valid name: %v", err)
 	}
 }
+
+// deskAgent asks an approver whether to make an exception, then says the
+// answer.
+func deskAgent() *belay.Agent {
+	m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		for _, b := range req.Messages[len(req.Messages)-1].Content {
+			if b.Type == model.TypeToolResult {
+				return scripted.Reply{Text: "answer: " + b.Content}, nil
+			}
+		}
+		return scripted.Reply{Text: "Asking.", Calls: []scripted.Call{{Name: belay.AskPersonTool,
+			Args: map[string]any{"question": "Make an exception?", "choices": []string{"yes", "no"}}}}}, nil
+	})
+	return &belay.Agent{Name: "desk", Version: "v1", Model: m, People: &belay.People{}}
+}
+
+func TestPostResult(t *testing.T) {
+	t.Parallel()
+	ts := newServer(t)
+	ctx := t.Context()
+	ops := newClient(t, ts, ts.key("ops", store.RoleOperator))
+	maya := newClient(t, ts, ts.key("maya", store.RoleApprover))
+	run, err := ops.CreateRun(ctx, client.RunRequest{Agent: "desk", User: "ada", Input: "exception?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.work()
+	waits, err := ts.st.Waits(ctx, store.ListWaitsParams{RunID: run.ID})
+	if err != nil || len(waits) != 1 {
+		t.Fatalf("waits %+v, %v", waits, err)
+	}
+	call := waits[0].ToolUseID
+	if _, err := ops.PostResult(ctx, run.ID, call, client.ResultRequest{Result: "yes"}); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("an operator answering an approver's question: %v", err)
+	}
+	if _, err := maya.PostResult(ctx, run.ID, call, client.ResultRequest{Result: "maybe"}); !errors.Is(err, client.ErrInvalidField) {
+		t.Errorf("an answer not among the choices: %v", err)
+	}
+	answered, err := maya.PostResult(ctx, run.ID, call, client.ResultRequest{Result: "yes", Binding: waits[0].Binding})
+	if err != nil || answered.Kind != "person" || answered.Repeated {
+		t.Fatalf("the answer: %+v, %v", answered, err)
+	}
+	ts.work()
+	if got, err := ops.GetRun(ctx, run.ID); err != nil || got.Final != "answer: yes" {
+		t.Errorf("run %s with %q, %v", got.Status, got.Final, err)
+	}
+}

@@ -36,6 +36,9 @@ type Metrics struct {
 	loops            *prometheus.CounterVec
 	fallbacks        *prometheus.CounterVec
 	checkpoint       *prometheus.HistogramVec
+	waitsRequested   *prometheus.CounterVec
+	waitsClosed      *prometheus.CounterVec
+	waitSeconds      *prometheus.HistogramVec
 }
 
 var _ belay.Observer = (*Metrics)(nil)
@@ -64,6 +67,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		takeovers:   f("lease_takeovers_total", "Runs a worker took over from another whose lease ran out, or whose process was gone, without its letting go.", "agent"),
 		loops:       f("loop_detections_total", "Loop detector firings, by action (replan, escalate).", "agent", "action"),
 		fallbacks:   f("model_fallbacks_total", "Model calls answered by the fallback model because the primary was overloaded.", "agent", "from", "to"),
+		waitsRequested: f("waits_requested_total", "Waits a run began (for its user's reply, an event, a person, a result from outside), by kind.",
+			"agent", "kind"),
+		waitsClosed: f("waits_closed_total", "Waits answered or expired, by kind and outcome (answered, expired).", "kind", "outcome"),
 	}
 	m.breakerOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "belay", Name: "breaker_open",
 		Help: "1 while a tool's circuit breaker is open or half-open, as last seen by this process."}, []string{"tool"})
@@ -71,7 +77,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "Time from an approval request to its decision.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"category", "status"})
 	m.checkpoint = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "belay", Name: "checkpoint_seconds",
 		Help: "Latency of fenced checkpoint writes.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"agent"})
-	reg.MustRegister(m.breakerOpen, m.decisionSeconds, m.checkpoint)
+	m.waitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "belay", Name: "wait_answer_seconds",
+		Help: "Time from a wait's start to its answer.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"kind"})
+	reg.MustRegister(m.breakerOpen, m.decisionSeconds, m.checkpoint, m.waitSeconds)
 	return m
 }
 
@@ -131,6 +139,16 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 	case store.EventApprovalExpired:
 		d, _ := store.DecodeEvent[store.ApprovalExpiredData](ev)
 		m.approvalsDecided.WithLabelValues(d.Category, string(store.ApprovalExpired)).Inc()
+	case store.EventWaitRequested:
+		d, _ := store.DecodeEvent[store.WaitRequestedData](ev)
+		m.waitsRequested.WithLabelValues(run.Agent, string(d.Kind)).Inc()
+	case store.EventWaitAnswered:
+		d, _ := store.DecodeEvent[store.WaitAnsweredData](ev)
+		m.waitsClosed.WithLabelValues(string(d.Kind), "answered").Inc()
+		m.waitSeconds.WithLabelValues(string(d.Kind)).Observe(d.WaitedS)
+	case store.EventWaitExpired:
+		d, _ := store.DecodeEvent[store.WaitExpiredData](ev)
+		m.waitsClosed.WithLabelValues(string(d.Kind), "expired").Inc()
 	case store.EventClaimed:
 		// A run claimed again after it waited (for a person, a timer) or was
 		// released is not taken over: only a lease its owner never let go.

@@ -33,12 +33,9 @@ type sayView struct {
 }
 
 func (s *Server) say(w http.ResponseWriter, r *http.Request, p Principal) error {
-	key := ""
-	if header := r.Header.Get("Idempotency-Key"); header != "" {
-		var err error
-		if key, err = parseIdempotencyKey(header); err != nil {
-			return err
-		}
+	key, err := optionalIdempotencyKey(r)
+	if err != nil {
+		return err
 	}
 	var req sayRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -76,6 +73,16 @@ func (s *Server) say(w http.ResponseWriter, r *http.Request, p Principal) error 
 	writeJSON(w, http.StatusOK, sayView{RunID: said.Wait.RunID, WaitID: said.Wait.ID, Question: question.Question,
 		AnsweredBy: said.Wait.AnsweredBy, AnsweredAt: said.Wait.AnsweredAt.UTC(), Repeated: said.Repeated})
 	return nil
+}
+
+// optionalIdempotencyKey reads the Idempotency-Key of a request that may
+// go without one: "" when it has none.
+func optionalIdempotencyKey(r *http.Request) (string, error) {
+	header := r.Header.Get("Idempotency-Key")
+	if header == "" {
+		return "", nil
+	}
+	return parseIdempotencyKey(header)
 }
 
 // lastClause is what the store said of a refused reply: the part of its

@@ -36,12 +36,9 @@ type signalView struct {
 }
 
 func (s *Server) signal(w http.ResponseWriter, r *http.Request, p Principal) error {
-	key := ""
-	if header := r.Header.Get("Idempotency-Key"); header != "" {
-		var err error
-		if key, err = parseIdempotencyKey(header); err != nil {
-			return err
-		}
+	key, err := optionalIdempotencyKey(r)
+	if err != nil {
+		return err
 	}
 	var req signalRequest
 	if err := decodeBody(r, &req); err != nil {

@@ -467,6 +467,7 @@ type runData struct {
 	Effects    []effectView
 	Escalation *packetView
 	CanCancel  bool
+	Waits      []waitView
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
@@ -507,6 +508,9 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*
 		return nil, err
 	}
 	d.Effects = s.effectViews(run, effects)
+	if d.Waits, err = s.waitViews(r.Context(), run); err != nil {
+		return nil, err
+	}
 	if len(run.Escalation) > 0 {
 		p := packet(run.Escalation)
 		d.Escalation = &p

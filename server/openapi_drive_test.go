@@ -110,6 +110,7 @@ func TestOpenAPIDrivesEveryRoute(t *testing.T) {
 	d.driveRuns(op, both, approver)
 	d.driveSay(op)
 	d.driveSignals(op)
+	d.driveResults(op, approver)
 	d.driveAdmin(admin)
 	d.expect(apiCall{method: "GET", path: "/v1/openapi.json"}, 200, "")
 	if !bytes.Equal(d.do(apiCall{method: "GET", path: "/v1/openapi.json"}).body, openAPIDocument) {

@@ -169,7 +169,7 @@ func (d *driver) expect(call apiCall, want int, code string) response {
 // pathOf fills a route's {id} with id.
 func pathOf(route, id string) string {
 	path := strings.SplitN(route, " ", 2)[1]
-	return strings.Replace(path, "{id}", id, 1)
+	return strings.Replace(strings.Replace(path, "{id}", id, 1), "{call}", "unknown-call", 1)
 }
 
 // bodyOf is a valid body for an operation that takes one.
@@ -187,6 +187,8 @@ func bodyOf(route string) any {
 		return map[string]any{"at_step": 0}
 	case "POST /v1/migrations":
 		return map[string]any{"from": "v0", "to": "v1"}
+	case "POST /v1/runs/{id}/results/{call}":
+		return map[string]any{"result": "yes"}
 	case "POST /v1/approvals/{id}/decision":
 		return map[string]any{"decision": "approve", "binding": "b"}
 	case "PUT /v1/killswitch":

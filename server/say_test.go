@@ -104,3 +104,26 @@ func TestSayTenantScope(t *testing.T) {
 		}
 	})
 }
+
+// The run page shows what a run waits for, and who answered.
+func TestConsoleShowsWaits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	op := f.key("acme", "ops", store.RoleOperator)
+	res := f.do("POST", "/v1/runs", op, map[string]any{"agent": "concierge", "user": "ada", "input": "refund"}, "Idempotency-Key", "C-1")
+	var r runView
+	res.json(t, &r)
+	f.drain()
+	c := f.signIn(f.key("acme", "maya", store.RoleApprover))
+	_, page := get(t, c, f.http.URL+"/console/runs/"+r.ID)
+	if !containsAll(page, `id="waits"`, "Asked the user: Refund to your card or as store credit?", "until") {
+		t.Fatalf("the page of a run waiting for its user does not show the wait:\n%s", page)
+	}
+	if res := f.do("POST", "/v1/runs/"+r.ID+"/messages", op, map[string]any{"text": "card"}); res.status != 200 {
+		t.Fatalf("say: %d %s", res.status, res.body)
+	}
+	_, page = get(t, c, f.http.URL+"/console/runs/"+r.ID)
+	if !containsAll(page, "Asked the user: Refund to your card", "answered") {
+		t.Errorf("the page of an answered wait:\n%s", page)
+	}
+}

@@ -44,6 +44,12 @@ const (
 	// WaitEvent: a named event is sent to the run (the wait_for_event
 	// tool); Name is the event's name.
 	WaitEvent WaitKind = "event"
+	// WaitPerson: a person of a role answers a question the model asked
+	// (the ask_person tool).
+	WaitPerson WaitKind = "person"
+	// WaitResult: another system posts the result of a deferred tool's
+	// call; Name is the tool.
+	WaitResult WaitKind = "result"
 )
 
 // WaitStatus is where a wait is in its life.
