@@ -66,6 +66,14 @@ type Agent struct {
 	// CustomerMessage is what an escalated run tells the customer. Default
 	// DefaultCustomerMessage.
 	CustomerMessage string
+	// Conversation, if set, offers the model the built-in ask_user tool:
+	// a run asks its user a question and waits, holding no lease, for the
+	// reply (Operator.Say). Default nil: a run takes one message.
+	Conversation *Conversation
+	// Events, if set, offers the model the built-in wait_for_event tool:
+	// a run waits, holding no lease, for a named event sent to it
+	// (Operator.Signal). Default nil.
+	Events *Events
 
 	tools map[string]*Tool
 	// sensitive is what each run of the agent records of its tools'
@@ -148,6 +156,12 @@ func (a *Agent) prepare() error {
 			a.sensitive[t.Name] = t.sensitiveArgs()
 		}
 	}
+	if err := a.prepareConversation(); err != nil {
+		return err
+	}
+	if err := a.prepareEvents(); err != nil {
+		return err
+	}
 	for _, r := range a.Requirements {
 		if r.Name == "" || r.Check == nil {
 			return fmt.Errorf("agent %q: a requirement needs a name and a check", a.Name)
@@ -190,7 +204,11 @@ func (a *Agent) hash() string {
 		Instructions string
 		Tools        []toolDef
 		Fallback     string `json:",omitempty"`
-	}{Model: a.Model.Name(), Instructions: a.Instructions}
+		// Conversation is left out when false, so that the versions of
+		// agents without one are what they were.
+		Conversation bool `json:",omitempty"`
+		Events       bool `json:",omitempty"`
+	}{Model: a.Model.Name(), Instructions: a.Instructions, Conversation: a.Conversation != nil, Events: a.Events != nil}
 	if a.Fallback != nil {
 		def.Fallback = a.Fallback.Name()
 	}
@@ -203,9 +221,15 @@ func (a *Agent) hash() string {
 }
 
 func (a *Agent) toolSpecs() []model.ToolSpec {
-	specs := make([]model.ToolSpec, len(a.Tools))
+	specs := make([]model.ToolSpec, len(a.Tools), len(a.Tools)+2)
 	for i, t := range a.Tools {
 		specs[i] = model.ToolSpec{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	}
+	if a.Conversation != nil {
+		specs = append(specs, askUserSpec)
+	}
+	if a.Events != nil {
+		specs = append(specs, waitForEventSpec)
 	}
 	return specs
 }

@@ -49,6 +49,9 @@ func (r *Runtime) claimLoop(ctx, workCtx context.Context) {
 			if err := r.expireApprovals(ctx); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Error("expire approvals", "err", err)
 			}
+			if _, err := r.Operator().expireWaits(ctx); err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Error("expire waits", "err", err)
+			}
 			if err := r.retention.prune(ctx, r.store, now, r.cfg.KeepEnded); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Error("prune ended runs", "err", err)
 			}

@@ -36,6 +36,9 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 		if calls, err = x.gate(ctx, uses); err != nil {
 			return err
 		}
+		if calls, err = x.gateWaits(ctx, calls); err != nil {
+			return err
+		}
 	}
 	results := make([]model.Block, 0, len(uses))
 	stuck := false
@@ -47,7 +50,7 @@ func (x *execution) dispatch(ctx context.Context, turn model.Message) error {
 		if call.result != nil {
 			res = *call.result
 		} else {
-			res, err = x.callTool(ctx, use)
+			res, err = x.callOrSleep(ctx, use)
 		}
 		if errors.Is(err, errUnknownOutcome) {
 			// The packet tells what the turn did so far, and which call's
@@ -115,6 +118,9 @@ func (x *execution) callTool(ctx context.Context, use model.Block) (model.Block,
 	}
 	if !tool.Effect.SideEffecting() {
 		out, err := x.invokeWithRetry(ctx, tool, use)
+		if _, later := asksToSleep(err); later {
+			return model.Block{}, err
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return model.Block{}, ctx.Err()
@@ -209,6 +215,12 @@ func (x *execution) toolNames() []string {
 	names := make([]string, len(x.agent.Tools))
 	for i, t := range x.agent.Tools {
 		names[i] = t.Name
+	}
+	if x.agent.Conversation != nil {
+		names = append(names, AskUserTool)
+	}
+	if x.agent.Events != nil {
+		names = append(names, WaitForEventTool)
 	}
 	return names
 }

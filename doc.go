@@ -38,6 +38,14 @@
 // When the model stops asking for tools, the agent's [Requirement]s are
 // checked against real state; only a verified run is done.
 //
+// # Conversations
+//
+// An agent with a [Conversation] offers its model the built-in ask_user tool.
+// A turn that asks persists a wait and lets go of the run, which is
+// waiting_input and holds no lease until [Operator.Say] (the API's POST
+// /v1/runs/{id}/messages, belay say) answers it; any worker then runs the
+// turn again with the reply as the tool's result.
+//
 // # What Belay promises
 //
 // A step is recorded exactly once. A tool call may be attempted more than

@@ -165,6 +165,8 @@ type faultConfig struct {
 	WaitBefore [2]time.Duration `json:"wait_before"`
 	WaitAfter  [2]time.Duration `json:"wait_after"`
 	Timeout    time.Duration    `json:"timeout"`
+	// Agent is "conversation" for conversationAgent, else faultAgent.
+	Agent string `json:"agent,omitempty"`
 }
 
 const faultMarker = "FAULTPOINT"
@@ -337,7 +339,11 @@ func TestFaultWorker(t *testing.T) {
 	}
 	defer st.Close()
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{faultAgent(cfg, os.Stdout)},
+	agent := faultAgent(cfg, os.Stdout)
+	if cfg.Agent == "conversation" {
+		agent = conversationAgent(cfg, os.Stdout)
+	}
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent},
 		LeaseTTL: cfg.TTL, PollInterval: 20 * time.Millisecond, Workers: max(cfg.Workers, 1), Logger: logger})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/belayrun/belay/internal/guard"
 	"github.com/belayrun/belay/internal/ledger"
@@ -68,6 +69,9 @@ type guardState struct {
 	// reason waiting may cure (load, a lost connection): the run waits
 	// longer after each, and a person is asked after maxModelFailures.
 	ModelFailures int `json:"model_failures,omitempty"`
+	// Sleeps holds, by tool_use id, when a call that asked to come back
+	// later (ResumeAfter) is due.
+	Sleeps map[string]time.Time `json:"sleeps,omitempty"`
 	// Fork, on a fork, names where it came from (fork.go); Rebuild says
 	// the state above is to be rebuilt from the run's history, as its
 	// parent's was at the fork's step, when a worker first loads it.

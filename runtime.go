@@ -152,8 +152,11 @@ func (c *Config) validate() error {
 // many, may share one store: each run is executed by whichever holds its
 // lease.
 type Runtime struct {
-	cfg    Config
-	store  store.Store
+	cfg   Config
+	store store.Store
+	// waiter is the store's waits, nil if it keeps none (then no agent
+	// may have a Conversation).
+	waiter store.Waiter
 	agents map[string]*Agent
 	// agentNames are the agents' names: a claim takes only their runs.
 	agentNames []string
@@ -199,6 +202,12 @@ func New(cfg Config) (*Runtime, error) {
 		r.agents[a.Name] = a
 		r.agentNames = append(r.agentNames, a.Name)
 	}
+	r.waiter, _ = cfg.Store.(store.Waiter)
+	for _, a := range cfg.Agents {
+		if (a.Conversation != nil || a.Events != nil) && r.waiter == nil {
+			return nil, fmt.Errorf("config: agent %q waits (Conversation or Events), and %T keeps no waits; use the SQLite or PostgreSQL store", a.Name, cfg.Store)
+		}
+	}
 	return r, nil
 }
 
@@ -226,6 +235,10 @@ type RunRequest struct {
 	// RequestedBy names who asked for the run; they may not approve its
 	// actions unless the policy allows self-approval.
 	RequestedBy string
+	// NotBefore, if set and later than now, starts the run then: it is
+	// created paused until that time (stop reason not_before), on the
+	// store's timer, and any worker claims it once it is due.
+	NotBefore time.Time
 }
 
 // StartRun creates a queued run, or returns the existing run of the same
@@ -254,7 +267,7 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 	p := store.CreateRunParams{
 		ID: id, Tenant: req.Tenant, User: req.User, ClientRequestID: req.ClientRequestID,
 		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, RequestedBy: req.RequestedBy, Budget: budget,
-		Sensitive: a.sensitive, Now: now,
+		Sensitive: a.sensitive, NotBefore: req.NotBefore, Now: now,
 		Events: []store.Event{event(0, now, store.EventRunCreated, store.RunCreatedData{
 			Agent: a.Name, Version: a.Version, User: req.User, DryRun: req.DryRun})},
 	}
@@ -362,6 +375,9 @@ func (r *Runtime) Stop(ctx context.Context) error {
 func (r *Runtime) Drain(ctx context.Context) error {
 	r.takeOverDeadOwners(ctx, func(run store.Run) { r.execute(ctx, run, true) })
 	if err := r.expireApprovals(ctx); err != nil {
+		return err
+	}
+	if _, err := r.Operator().expireWaits(ctx); err != nil {
 		return err
 	}
 	for {

@@ -381,7 +381,8 @@ func TestEveryOperationHasACall(t *testing.T) {
 	}
 	calls := map[string]string{
 		"createRun": "CreateRun", "listRuns": "Runs", "getRun": "GetRun", "getTrace": "Trace",
-		"streamRunEvents": "Events", "getRunEffects": "Effects", "getRunMessages": "Messages", "cancelRun": "CancelRun", "forkRun": "ForkRun", "migrateRuns": "MigrateRuns",
+		"streamRunEvents": "Events", "getRunEffects": "Effects", "getRunMessages": "Messages", "cancelRun": "CancelRun", "sayToRun": "Say", "signalRun": "SendEvent",
+		"forkRun": "ForkRun", "migrateRuns": "MigrateRuns",
 		"listApprovals": "Approvals", "getApproval": "GetApproval", "decideApproval": "Decide", "approvalStats": "ApprovalStats",
 		"getKillSwitch": "KillSwitch", "setKillSwitch": "SetKillSwitch", "listKeys": "Keys", "createKey": "CreateKey",
 		"revokeKey": "RevokeKey", "listWebhooks": "Webhooks", "createWebhook": "CreateWebhook", "disableWebhook": "DisableWebhook",
@@ -428,7 +429,8 @@ func TestEveryOperationHasACall(t *testing.T) {
 var sentinels = []error{client.ErrUnauthenticated, client.ErrForbidden, client.ErrCrossOrigin, client.ErrSelfApproval,
 	client.ErrNotFound, client.ErrIdempotencyKeyRequired, client.ErrIdempotencyKeyMalformed, client.ErrInvalidField,
 	client.ErrInvalidBody, client.ErrInvalidQuery, client.ErrInvalidHeader, client.ErrRequestTimeout, client.ErrRequestInFlight,
-	client.ErrAlreadyDecided, client.ErrBindingMismatch, client.ErrWrongStatus, client.ErrBodyTooLarge,
+	client.ErrAlreadyDecided, client.ErrBindingMismatch, client.ErrWrongStatus, client.ErrNotWaiting, client.ErrWaitExpired,
+	client.ErrBodyTooLarge,
 	client.ErrUnsupportedMediaType, client.ErrIdempotencyKeyReused, client.ErrUnknownAgent, client.ErrInvalidArguments,
 	client.ErrInternal, client.ErrStoreCorrupt}
 

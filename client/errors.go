@@ -120,3 +120,13 @@ func errorOf(status int, body []byte) *Error {
 	}
 	return &Error{StatusCode: status, Message: msg}
 }
+
+// Errors of a reply to a run (Client.Say).
+var (
+	// ErrNotWaiting: the run waits for no reply: answered already, never
+	// asked, or doing something else (409).
+	ErrNotWaiting error = codeError("not_waiting")
+	// ErrWaitExpired: the run's conversation ended idle before the reply
+	// came (409).
+	ErrWaitExpired error = codeError("wait_expired")
+)

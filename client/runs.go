@@ -21,6 +21,7 @@ const (
 	StatusQueued          RunStatus = "queued"
 	StatusRunning         RunStatus = "running"
 	StatusWaitingApproval RunStatus = "waiting_approval"
+	StatusWaitingInput    RunStatus = "waiting_input"
 	StatusPaused          RunStatus = "paused"
 	StatusDone            RunStatus = "done"
 	StatusFailed          RunStatus = "failed"

@@ -47,7 +47,7 @@ func startServer() (*testServer, error) {
 		return nil, err
 	}
 	agent := support.NewAgent(ts.world, scripted.Func(support.Script()))
-	if ts.rt, err = belay.New(belay.Config{Store: ts.st, Agents: []*belay.Agent{agent}, HumanApproval: true}); err != nil {
+	if ts.rt, err = belay.New(belay.Config{Store: ts.st, Agents: []*belay.Agent{agent, conciergeAgent(), settlingAgent()}, HumanApproval: true}); err != nil {
 		ts.Close()
 		return nil, err
 	}

@@ -116,8 +116,8 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	for _, s := range []store.Status{store.StatusQueued, store.StatusRunning, store.StatusWaitingApproval, store.StatusPaused,
-		store.StatusDone, store.StatusFailed, store.StatusEscalated, store.StatusCanceled} {
+	for _, s := range []store.Status{store.StatusQueued, store.StatusRunning, store.StatusWaitingApproval, store.StatusWaitingInput,
+		store.StatusPaused, store.StatusDone, store.StatusFailed, store.StatusEscalated, store.StatusCanceled} {
 		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(counts.Runs[s]), string(s))
 	}
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(counts.PendingApprovals))

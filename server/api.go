@@ -82,6 +82,8 @@ func (s *Server) apiRoutes(mux routeMux) {
 	mux.Handle("GET /v1/runs/{id}/events", s.api(s.streamEvents, readers...))
 	mux.Handle("GET /v1/runs/{id}/effects", s.api(s.getEffects, readers...))
 	mux.Handle("GET /v1/runs/{id}/messages", s.api(s.getMessages, readers...))
+	mux.Handle("POST /v1/runs/{id}/messages", s.api(s.say, operators...))
+	mux.Handle("POST /v1/runs/{id}/signals", s.api(s.signal, operators...))
 	mux.Handle("POST /v1/runs/{id}/cancel", s.api(s.cancelRun, operators...))
 	mux.Handle("POST /v1/runs/{id}/fork", s.api(s.forkRun, operators...))
 	mux.Handle("POST /v1/migrations", s.api(s.migrate, operators...))
@@ -219,8 +221,8 @@ func validJSON(b []byte) json.RawMessage {
 	return b
 }
 
-var statuses = []store.Status{store.StatusQueued, store.StatusRunning, store.StatusWaitingApproval, store.StatusPaused,
-	store.StatusDone, store.StatusFailed, store.StatusEscalated, store.StatusCanceled}
+var statuses = []store.Status{store.StatusQueued, store.StatusRunning, store.StatusWaitingApproval, store.StatusWaitingInput,
+	store.StatusPaused, store.StatusDone, store.StatusFailed, store.StatusEscalated, store.StatusCanceled}
 
 func queryLimit(q url.Values, def, max int) (int, error) {
 	v := q.Get("limit")
@@ -251,7 +253,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) e
 	}
 	if st := q.Get("status"); st != "" {
 		if !slices.Contains(statuses, store.Status(st)) {
-			return errBadRequest("invalid_query", "status %q: want one of queued, running, waiting_approval, paused, done, failed, escalated, canceled", st)
+			return errBadRequest("invalid_query", "status %q: want one of queued, running, waiting_approval, waiting_input, paused, done, failed, escalated, canceled", st)
 		}
 		params.Status = store.Status(st)
 	}

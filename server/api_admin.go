@@ -124,7 +124,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p Principal) 
 
 // --- webhooks ---
 
-var outboxKinds = []string{"approval_requested", "escalation", "run_finished"}
+var outboxKinds = []string{"approval_requested", "input_requested", "escalation", "run_finished"}
 
 type webhookView struct {
 	ID         string     `json:"id"`

@@ -331,6 +331,8 @@ func stopSentence(status store.Status, reason string) string {
 		return "Finished: " + why
 	case store.StatusWaitingApproval:
 		return "Waits for a person's decision; no worker holds it meanwhile"
+	case store.StatusWaitingInput:
+		return "Waits for the user's reply; no worker holds it meanwhile"
 	case store.StatusPaused:
 		return "Paused: " + why
 	case store.StatusEscalated:

@@ -158,7 +158,7 @@ func newFixtureOn(t *testing.T, st store.AccessStore, configure ...func(*Config)
 	// The hub sees the runtime's events at once; what other writers add it
 	// finds by its poll.
 	hub := NewEventHub(st, 50*time.Millisecond, logger)
-	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent, vaultAgent()}, HumanApproval: true, Logger: logger, Observer: hub})
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent, vaultAgent(), conciergeAgent(), settlingAgent()}, HumanApproval: true, Logger: logger, Observer: hub})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,6 +108,8 @@ func TestOpenAPIDrivesEveryRoute(t *testing.T) {
 
 	d.driveRoles()
 	d.driveRuns(op, both, approver)
+	d.driveSay(op)
+	d.driveSignals(op)
 	d.driveAdmin(admin)
 	d.expect(apiCall{method: "GET", path: "/v1/openapi.json"}, 200, "")
 	if !bytes.Equal(d.do(apiCall{method: "GET", path: "/v1/openapi.json"}).body, openAPIDocument) {

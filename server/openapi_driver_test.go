@@ -179,6 +179,10 @@ func bodyOf(route string) any {
 		return map[string]any{"agent": "support", "user": "u-roles", "input": "hello"}
 	case "POST /v1/runs/{id}/cancel":
 		return map[string]any{"note": "a check"}
+	case "POST /v1/runs/{id}/messages":
+		return map[string]any{"text": "a reply"}
+	case "POST /v1/runs/{id}/signals":
+		return map[string]any{"name": "payment_settled"}
 	case "POST /v1/runs/{id}/fork":
 		return map[string]any{"at_step": 0}
 	case "POST /v1/migrations":

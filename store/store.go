@@ -371,6 +371,9 @@ type CreateRunParams struct {
 	// Sensitive are the secret arguments of the agent's tools, by tool
 	// name; nil records that none has any.
 	Sensitive map[string]SensitiveArgs
+	// NotBefore, if after Now, creates the run paused until then (stop
+	// reason not_before), for a worker to claim once it is due.
+	NotBefore time.Time
 	Now       time.Time
 	// Events are appended with the run, in the same transaction.
 	Events []Event
@@ -472,6 +475,9 @@ type CheckpointParams struct {
 	// Approvals are inserted pending; one that exists for the same (tenant,
 	// run, tool, args hash) is kept as it is.
 	Approvals []Approval
+	// Waits are inserted pending (by a store that is a Waiter); one that
+	// exists for the same (tenant, run, tool use) is kept as it is.
+	Waits []Wait
 }
 
 // ResumeRunParams puts a run that waits for a person back in the queue.

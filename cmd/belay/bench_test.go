@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -197,9 +198,12 @@ func TestBenchTakeover(t *testing.T) {
 		t.Skip("builds belay and starts worker processes")
 	}
 	t.Parallel()
-	out, err := exec.Command(belayBinary(t), "bench", "--takeover", "--runs", "4", "--lease-ttl", "3s", "--json").Output()
+	cmd := exec.Command(belayBinary(t), "bench", "--takeover", "--runs", "4", "--lease-ttl", "3s", "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%v:\n%s", err, out)
+		t.Fatalf("%v:\n%s\n%s", err, out, stderr.Bytes())
 	}
 	var res takeoverResult
 	if err := json.Unmarshal(out, &res); err != nil {

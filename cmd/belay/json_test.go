@@ -30,6 +30,8 @@ type dataStore struct {
 	toVersion string
 	// pending are two approvals to decide.
 	pending []string
+	// asking waits for its user's reply.
+	asking string
 }
 
 func newDataStore(t *testing.T) dataStore {
@@ -67,6 +69,7 @@ func newDataStore(t *testing.T) dataStore {
 			}}},
 			Model: scripted.New(scripted.Reply{Calls: []scripted.Call{{Name: "send", Args: map[string]string{"to": "ada"}}}}, scripted.Reply{Text: "sent"})},
 		{Name: "versioned", Version: "v1", Model: scripted.New()},
+		askingAgent(),
 	}
 	rt, err := belay.New(belay.Config{Store: st, Agents: agents, HumanApproval: true})
 	if err != nil {
@@ -86,8 +89,9 @@ func newDataStore(t *testing.T) dataStore {
 	d.budget = start("budget", "u", "hi")
 	d.unknown = start("lost", "u", "send it")
 	d.version = start("versioned", "u", "hi")
+	d.asking = start("asking", "ada", "refund my order")
 	// The versioned run is claimed by a worker of v2 alone.
-	if err := drainExcept(ctx, st, agents[:3]); err != nil {
+	if err := drainExcept(ctx, st, append(agents[:3:3], agents[4])); err != nil {
 		t.Fatal(err)
 	}
 	v2 := &belay.Agent{Name: "versioned", Version: "v2", Model: scripted.New(scripted.Reply{Text: "done on v2"})}
@@ -204,6 +208,7 @@ func TestEveryCommandPrintsJSONLines(t *testing.T) {
 		{args: []string{"approve", d.pending[0], "--as", "human:maya"}},
 		{args: []string{"reject", d.pending[1], "--note", "disputed", "--as", "human:maya"}},
 		{args: []string{"resume", d.budget, "--add-turns", "1"}},
+		{args: []string{"say", d.asking, "to my card", "--key", "msg-1"}},
 		{args: []string{"resolve", d.unknown, d.unknownKey, "--not-applied"}},
 		{args: []string{"migrate", d.version, "--to-version", d.toVersion}},
 		{args: []string{"fork", d.done, "--at-step", "2", "--as", "human:fran"}},

@@ -66,6 +66,7 @@ func commands() []command {
 		{name: "reject", summary: "reject a pending approval with a reason (--note)", run: runReject},
 		{name: "audit", summary: "list irreversible side effects a policy approved rather than a person, with their runs", run: runAudit},
 		{name: "stats", summary: "approval statistics per category: belay stats approvals", run: runStats},
+		{name: "say", summary: "reply to a run that asked its user a question (status waiting_input)", run: runSay},
 		{name: "resume", summary: "continue a paused run, raising the limit it hit (--add-usd, --add-turns)", run: runResume},
 		{name: "migrate", summary: "move a run paused on version_mismatch to a new agent version (--to-version)", run: runMigrate},
 		{name: "fork", summary: "make a new run from a run's history up to a step (--at-step), repeating none of its side effects", run: runFork},

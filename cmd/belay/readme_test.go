@@ -102,6 +102,7 @@ func TestREADMECommands(t *testing.T) {
 		"approve": {"ID": fx.approvals[0]},
 		"reject":  {"ID": fx.approvals[1]},
 		"resume":  {"RUN": fx.budgetRun},
+		"say":     {"RUN": fx.askingRun},
 		"resolve": {"RUN": fx.unknownRun, "KEY": fx.unknownKey},
 		"migrate": {"RUN": fx.mismatchRun, "V": fx.toVersion},
 		"fork":    {"RUN": demoRun},
@@ -181,6 +182,9 @@ func TestREADMECommands(t *testing.T) {
 		},
 		"resume": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^run `+fx.budgetRun+` is queued: the next worker`)
+		},
+		"say": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `^replied to run `+fx.askingRun+`: "to my card, please"\nthe next worker`)
 		},
 		"resolve": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^run `+fx.unknownRun+` is queued: the next worker`)
@@ -383,6 +387,7 @@ type readmeState struct {
 	unknownKey  string
 	mismatchRun string // paused on a version mismatch
 	toVersion   string
+	askingRun   string // waits for its user's reply
 }
 
 // readmeFixtures puts beside the demo's runs one run in each state an
@@ -464,5 +469,9 @@ func readmeFixtures(t *testing.T, db string) readmeState {
 	}
 	mismatch := start(newRuntime(agent("v1")), belay.RunRequest{Agent: "migrating", Tenant: "acme", User: "ops", Input: "hello"})
 	s.mismatchRun, s.toVersion = drain(newRuntime(agent("v2")), mismatch, store.StatusPaused).ID, "v2"
+
+	asking := newRuntime(askingAgent())
+	s.askingRun = drain(asking, start(asking, belay.RunRequest{Agent: "asking", Tenant: "acme", User: "ada", Input: "refund my order"}),
+		store.StatusWaitingInput).ID
 	return s
 }

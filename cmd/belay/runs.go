@@ -122,7 +122,7 @@ func runSummary(r store.Run) runJSON {
 }
 
 var statuses = []store.Status{
-	store.StatusQueued, store.StatusRunning, store.StatusWaitingApproval, store.StatusPaused,
+	store.StatusQueued, store.StatusRunning, store.StatusWaitingApproval, store.StatusWaitingInput, store.StatusPaused,
 	store.StatusDone, store.StatusFailed, store.StatusEscalated, store.StatusCanceled,
 }
 

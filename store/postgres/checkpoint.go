@@ -79,6 +79,7 @@ func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams, j s
 	queueCheckpointJournal(b, p.Fence.RunID, j)
 	queueSettles(b, p.Now, p.Effects)
 	queueApprovals(b, p.Fence.RunID, p.Now, p.Approvals)
+	queueWaits(b, p.Fence.RunID, p.Now, p.Waits)
 	queueOutbox(b, p.Fence.RunID, p.Now, p.Outbox)
 	if wakes(u) {
 		b.Queue(runWakeupSQL, namedArgs{"id": p.Fence.RunID})

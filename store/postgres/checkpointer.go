@@ -200,11 +200,14 @@ func (c *checkpointer) write(batch []*checkpointRequest, errs []error) {
 			errs[i] = checkpointError(r.p, err)
 			continue
 		}
-		if _, ok := seen[r.p.Fence.RunID]; ok {
+		_, dup := seen[r.p.Fence.RunID]
+		seen[r.p.Fence.RunID] = struct{}{}
+		if dup || len(r.p.Waits) > 0 {
+			// The group statement does not insert waits: a checkpoint that
+			// makes its run wait, which is rare, is written alone.
 			later = append(later, i)
 			continue
 		}
-		seen[r.p.Fence.RunID] = struct{}{}
 		group, at = append(group, r), append(at, i)
 	}
 	switch len(group) {

@@ -54,6 +54,7 @@ func (s *Store) ForkRun(ctx context.Context, p store.ForkRunParams) (store.Run, 
 		"requested_by":      c.RequestedBy,
 		"budget":            []byte(c.Budget),
 		"sensitive":         sensitive,
+		"not_before":        int64(0), // a fork starts at once
 		"now":               sqlrow.Nanos(c.Now),
 	})
 	b.Queue(runForkStateSQL, namedArgs{

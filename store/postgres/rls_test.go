@@ -14,7 +14,7 @@ import (
 )
 
 // tenantTables are the tables row-level security confines.
-var tenantTables = []string{"runs", "journal", "effects", "outbox", "approvals", "kill_switches",
+var tenantTables = []string{"runs", "journal", "effects", "outbox", "approvals", "waits", "signals", "kill_switches",
 	"api_keys", "sessions", "webhooks", "deliveries", "run_lineage"}
 
 // rlsFixture gives tenants a and b a run each with a row in every tenant
@@ -43,7 +43,13 @@ func rlsFixture(t *testing.T, s *Store) {
 			Outbox:   []store.OutboxMessage{{Kind: "k", Payload: json.RawMessage(`{}`)}},
 			Approvals: []store.Approval{{ID: "ap-" + tenant, Tool: "refund", Args: json.RawMessage(`{}`), ArgsHash: "h",
 				Binding: "b", ExpiresAt: t0.Add(time.Hour)}},
+			Waits: []store.Wait{{ID: "wt-" + tenant, ToolUseID: "toolu_1", Kind: store.WaitInput, Name: "ask_user",
+				Prompt: json.RawMessage(`{}`), Binding: "b", ExpiresAt: t0.Add(time.Hour)}},
 		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Signal(ctx, store.SignalParams{Tenant: tenant, RunID: id, ID: "sg-" + tenant, Name: "e",
+			Payload: json.RawMessage(`{}`), Now: t0}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.SetKillSwitch(ctx, store.KillSwitchParams{Tenant: tenant, Reason: "off", Now: t0}); err != nil {

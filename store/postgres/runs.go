@@ -67,6 +67,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		"requested_by":      p.RequestedBy,
 		"budget":            []byte(p.Budget),
 		"sensitive":         sensitive,
+		"not_before":        sqlrow.Nanos(p.NotBefore),
 		"now":               sqlrow.Nanos(p.Now),
 	}).QueryRow(func(row pgx.Row) error {
 		r, err := sqlrow.Run(row)

@@ -73,6 +73,9 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 		if err := insertApprovals(ctx, tx, p.Fence.RunID, p.Now, p.Approvals); err != nil {
 			return err
 		}
+		if err := insertWaits(ctx, tx, p.Fence.RunID, p.Now, p.Waits); err != nil {
+			return err
+		}
 		if p.Run.LetsGoWhileDue() {
 			if err := raiseWakeup(ctx, tx); err != nil {
 				return err

@@ -80,6 +80,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 			sql.Named("requested_by", p.RequestedBy),
 			sql.Named("budget", []byte(p.Budget)),
 			sql.Named("sensitive", sensitive),
+			sql.Named("not_before", sqlrow.Nanos(p.NotBefore)),
 			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if err != nil {

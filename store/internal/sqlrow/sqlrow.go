@@ -129,6 +129,8 @@ var layouts = map[string]func() []string{
 	"run":             func() []string { return namesOf(runColumns, new(runRaw)) },
 	"claimed_run":     func() []string { return namesOf(claimedRunColumns, new(runRaw)) },
 	"approval":        func() []string { return namesOf(approvalColumns, new(approvalRaw)) },
+	"wait":            func() []string { return namesOf(waitColumns, new(waitRaw)) },
+	"signal":          func() []string { return namesOf(signalColumns, new(signalRaw)) },
 	"effect":          func() []string { return namesOf(effectColumns, new(effectRaw)) },
 	"lineage":         func() []string { return namesOf(lineageColumns, new(lineageRaw)) },
 	"customer_effect": func() []string { return namesOf(customerEffectColumns, new(customerEffectRaw)) },

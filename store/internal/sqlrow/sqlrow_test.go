@@ -103,6 +103,8 @@ func TestLayouts(t *testing.T) {
 	dests := map[string][]any{
 		"run":             destsOf(runColumns, new(runRaw)),
 		"approval":        destsOf(approvalColumns, new(approvalRaw)),
+		"wait":            destsOf(waitColumns, new(waitRaw)),
+		"signal":          destsOf(signalColumns, new(signalRaw)),
 		"effect":          destsOf(effectColumns, new(effectRaw)),
 		"customer_effect": destsOf(customerEffectColumns, new(customerEffectRaw)),
 		"claimed_run":     destsOf(claimedRunColumns, new(runRaw)),
@@ -323,6 +325,8 @@ func TestScanErrors(t *testing.T) {
 	scans := map[string]func(Scanner) error{
 		"run":             func(r Scanner) error { _, err := Run(r); return err },
 		"approval":        func(r Scanner) error { _, err := Approval(r); return err },
+		"wait":            func(r Scanner) error { _, err := Wait(r); return err },
+		"signal":          func(r Scanner) error { _, err := Signal(r); return err },
 		"effect":          func(r Scanner) error { _, err := Effect(r); return err },
 		"customer_effect": func(r Scanner) error { _, err := CustomerEffect(r); return err },
 		"claimed_run":     func(r Scanner) error { _, err := ClaimedRun(r); return err },

@@ -35,6 +35,10 @@ WITH candidates AS MATERIALIZED (
     DELETE FROM effects x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), approvals_gone AS (
     DELETE FROM approvals x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
+), waits_gone AS (
+    DELETE FROM waits x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
+), signals_gone AS (
+    DELETE FROM signals x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), deliveries_gone AS (
     DELETE FROM deliveries x USING doomed d WHERE x.tenant = d.tenant AND x.run_id = d.id
 ), outbox_gone AS (

@@ -1,10 +1,16 @@
 -- columns: run
+-- A run asked for later (@not_before after @now) is created paused until
+-- then: claims take it once it is due, as any paused run's timer.
 INSERT INTO runs (
     id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
-    budget, sensitive, status, created_at, updated_at, ref
+    budget, sensitive, status, resume_after, stop_reason, created_at, updated_at, ref
 ) VALUES (
     @id, @tenant, @user, @client_request_id, @agent, @agent_version, @input, @dry_run, @requested_by,
-    @budget, @sensitive, 'queued', @now, @now, (SELECT coalesce(max(ref), 0) + 1 FROM runs)
+    @budget, @sensitive,
+    CASE WHEN @not_before > @now THEN 'paused' ELSE 'queued' END,
+    CASE WHEN @not_before > @now THEN @not_before ELSE 0 END,
+    CASE WHEN @not_before > @now THEN 'not_before' ELSE '' END,
+    @now, @now, (SELECT coalesce(max(ref), 0) + 1 FROM runs)
 )
 RETURNING id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
     status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,

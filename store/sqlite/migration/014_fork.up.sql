@@ -18,4 +18,4 @@ CREATE INDEX run_lineage_parent ON run_lineage (tenant, parent_run_id, created_a
 -- that the parent did this already. Empty otherwise.
 ALTER TABLE approvals ADD COLUMN parent_effect BLOB NOT NULL DEFAULT x'';
 
-PRAGMA user_version = 13;
+PRAGMA user_version = 14;

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/store"
+)
+
+// The user's reply to a run that waits for one: POST /v1/runs/{id}/messages
+// answers the question the run asked (ask_user) and queues it.
+
+type sayRequest struct {
+	Text string `json:"text"`
+}
+
+// sayView is what a reply became.
+type sayView struct {
+	RunID  string `json:"run_id"`
+	WaitID string `json:"wait_id"`
+	// Question is what the run asked.
+	Question   string    `json:"question"`
+	AnsweredBy string    `json:"answered_by"`
+	AnsweredAt time.Time `json:"answered_at"`
+	// Repeated says the request repeated an earlier one under its
+	// Idempotency-Key and changed nothing.
+	Repeated bool `json:"repeated"`
+}
+
+func (s *Server) say(w http.ResponseWriter, r *http.Request, p Principal) error {
+	key := ""
+	if header := r.Header.Get("Idempotency-Key"); header != "" {
+		var err error
+		if key, err = parseIdempotencyKey(header); err != nil {
+			return err
+		}
+	}
+	var req sayRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(req.Text) == "":
+		return errBadRequest("invalid_field", "text is required: the user's reply")
+	case len(req.Text) > belay.MaxReplyBytes || !utf8.ValidString(req.Text):
+		return errBadRequest("invalid_field", "text must be UTF-8 of at most %d bytes", belay.MaxReplyBytes)
+	}
+	said, err := s.rt.Operator().Say(r.Context(), p.Tenant, r.PathValue("id"), belay.Reply{Text: req.Text, Key: key, By: p.Identity()})
+	switch {
+	case errors.Is(err, store.ErrNotWaiting):
+		return &apiError{status: http.StatusConflict, Code: "not_waiting",
+			Message: "the run is not waiting for a reply: " + lastClause(err) + "; GET /v1/runs/{id} shows what it is doing"}
+	case errors.Is(err, store.ErrWaitExpired):
+		return &apiError{status: http.StatusConflict, Code: "wait_expired",
+			Message: "the conversation ended before this reply came: " + lastClause(err) + "; start a new run"}
+	case errors.Is(err, store.ErrAnswerKeyReused):
+		return &apiError{status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
+			Message: "this Idempotency-Key was sent with another reply; use a new key for a new reply"}
+	case errors.Is(err, belay.ErrWaitsUnsupported):
+		return &apiError{status: http.StatusConflict, Code: "not_waiting", Message: err.Error()}
+	case err != nil:
+		return err
+	}
+	var question struct {
+		Question string `json:"question"`
+	}
+	_ = json.Unmarshal(said.Wait.Prompt, &question)
+	if said.Repeated {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusOK, sayView{RunID: said.Wait.RunID, WaitID: said.Wait.ID, Question: question.Question,
+		AnsweredBy: said.Wait.AnsweredBy, AnsweredAt: said.Wait.AnsweredAt.UTC(), Repeated: said.Repeated})
+	return nil
+}
+
+// lastClause is what the store said of a refused reply: the part of its
+// message after the refusal's own words ("run ... is done").
+func lastClause(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
+}

@@ -1,0 +1,12 @@
+-- columns: run
+-- Locks the run an answer is for, and reads it. Every write to a run's
+-- waits holds its run's row (answering, expiring, and the checkpoint that
+-- asks), so answers to one run take turns and the last one sees that
+-- nothing is pending any more.
+SELECT id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
+    status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,
+    plan, guard, lease_owner, lease_expires, lease_epoch, resume_after,
+    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at, sensitive
+FROM runs
+WHERE id = @id AND (@tenant = '' OR tenant = @tenant)
+FOR NO KEY UPDATE;

@@ -1,0 +1,7 @@
+-- columns: wait
+SELECT id, tenant, run_id, step, tool_use_id, kind, name, prompt, binding, status, expires_at, created_at,
+    answer, answer_key, answered_by, answered_at
+FROM waits
+WHERE status = 'pending' AND expires_at <= @now
+ORDER BY expires_at
+LIMIT 100;
