@@ -51,6 +51,11 @@ func TestForkCommand(t *testing.T) {
 	if err != nil || l.ParentRunID != f.done || l.AtStep != 1 || l.By != "human:fran" || l.Reason != "check the refund" {
 		t.Errorf("lineage of the fork: %+v, %v", l, err)
 	}
+	var shown bytes.Buffer
+	if err := run(ctx, []string{"show", m[1], "--db", f.db}, &shown, &shown); err != nil ||
+		!strings.Contains(shown.String(), "from "+f.done+" at its step 1, by human:fran: check the refund") {
+		t.Errorf("show of the fork: %v\n%s", err, shown.String())
+	}
 	forked, err := st.GetRun(ctx, "", m[1])
 	if err != nil || forked.Input != "refund A2 instead" || forked.RequestedBy != "human:fran" || forked.Step != 1 || forked.Messages != 3 {
 		t.Errorf("the fork: %+v, %v", forked, err)

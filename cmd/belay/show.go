@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -51,6 +52,13 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if f, ok := s.(store.Forker); ok {
+		if l, err := f.Lineage(ctx, "", id); err == nil {
+			cp.ForkedFrom = &forkedFromJSON{RunID: l.ParentRunID, AtStep: l.AtStep, By: l.By, Reason: l.Reason, At: l.CreatedAt.UTC()}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("read the lineage of %s: %w", id, err)
+		}
+	}
 	if *asJSON {
 		return writeJSON(stdout, cp)
 	}
@@ -92,9 +100,20 @@ type checkpoint struct {
 	ResumeAfter  *time.Time      `json:"resume_after"`
 	CreatedAt    time.Time       `json:"created_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
+	// ForkedFrom, on a fork, is its lineage.
+	ForkedFrom *forkedFromJSON `json:"forked_from,omitempty"`
 
 	// blocks are the decoded messages, for the human view.
 	blocks [][]model.Block
+}
+
+// forkedFromJSON is where a fork came from.
+type forkedFromJSON struct {
+	RunID  string    `json:"run_id"`
+	AtStep int       `json:"at_step"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 type messageJSON struct {
@@ -240,6 +259,9 @@ func printCheckpoint(w io.Writer, cp checkpoint) error {
 		row("status", "%s", cp.Status)
 	}
 	row("agent", "%s@%s", cp.Agent, cp.AgentVersion)
+	if f := cp.ForkedFrom; f != nil {
+		row("forked", "from %s at its step %d, by %s%s", f.RunID, f.AtStep, f.By, map[bool]string{true: ": " + f.Reason}[f.Reason != ""])
+	}
 	user := cp.User
 	if user == "" {
 		user = "-"
