@@ -4,7 +4,10 @@
 -- person, never for the clock. Each kind is read in its own index's order up
 -- to the limit, so a claim costs the runs it takes, not all that wait. A kill
 -- switch stops new work for its tenant, or everyone's. @agents, a JSON
--- array, limits the claim to runs of those agents; '' claims any.
+-- array, limits the claim to runs of those agents; '' claims any. A queued
+-- or paused run with a concurrency key is due only while its key has room:
+-- fewer running runs of its tenant with that key than its limit (a running
+-- run on an expired lease holds its key until it is claimed again).
 -- lease_owner is the owner an expired lease is taken from; a queued or
 -- paused run has none, as a run lets go of its lease when it stops.
 SELECT id, lease_owner
@@ -15,6 +18,9 @@ FROM (
         SELECT id, updated_at FROM runs INDEXED BY runs_queued
         WHERE status = 'queued'
             AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))
+            AND (concurrency_key = '' OR (SELECT count(*) FROM runs h
+                WHERE h.status = 'running' AND h.concurrency_key <> ''
+                    AND h.tenant = runs.tenant AND h.concurrency_key = runs.concurrency_key) < concurrency_limit)
             AND NOT EXISTS (SELECT 1 FROM kill_switches k
                 WHERE k.engaged = 1 AND (k.tenant = '' OR k.tenant = runs.tenant))
         ORDER BY updated_at, id
@@ -33,6 +39,9 @@ FROM (
         SELECT id, updated_at FROM runs
         WHERE status = 'paused' AND resume_after <> 0 AND resume_after <= @now
             AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))
+            AND (concurrency_key = '' OR (SELECT count(*) FROM runs h
+                WHERE h.status = 'running' AND h.concurrency_key <> ''
+                    AND h.tenant = runs.tenant AND h.concurrency_key = runs.concurrency_key) < concurrency_limit)
             AND NOT EXISTS (SELECT 1 FROM kill_switches k
                 WHERE k.engaged = 1 AND (k.tenant = '' OR k.tenant = runs.tenant))
         ORDER BY resume_after

@@ -1,0 +1,205 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/belayrun/belay/store"
+)
+
+// The claim rules of flow control between runs: concurrency keys, priority
+// and fairness between tenants.
+var flowCases = []struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
+}{
+	{"FlowFieldsRoundTrip", testFlowFieldsRoundTrip},
+	{"ClaimConcurrencyKey", testClaimConcurrencyKey},
+	{"ClaimConcurrencyLimit", testClaimConcurrencyLimit},
+	{"ClaimConcurrencyKeyHolders", testClaimConcurrencyKeyHolders},
+	{"ClaimConcurrencyKeyConcurrent", testClaimConcurrencyKeyConcurrent},
+}
+
+func testFlowFieldsRoundTrip(t *testing.T, s store.Store) {
+	r := newRun(t, s, store.CreateRunParams{ConcurrencyKey: "customer-7", Priority: 5})
+	if r.ConcurrencyKey != "customer-7" || r.ConcurrencyLimit != 1 || r.Priority != 5 {
+		t.Errorf("created run: key %q, limit %d, priority %d; want customer-7, 1 (the default), 5",
+			r.ConcurrencyKey, r.ConcurrencyLimit, r.Priority)
+	}
+	checkRun(t, "re-read run", getRun(t, s, r.ID), r)
+	r2 := newRun(t, s, store.CreateRunParams{ConcurrencyKey: "order-1", ConcurrencyLimit: 3, Priority: -2})
+	if r2.ConcurrencyLimit != 3 || r2.Priority != -2 {
+		t.Errorf("created run: limit %d, priority %d; want 3, -2", r2.ConcurrencyLimit, r2.Priority)
+	}
+	plain := newRun(t, s, store.CreateRunParams{})
+	if plain.ConcurrencyKey != "" || plain.Priority != 0 {
+		t.Errorf("run without flow fields: key %q, priority %d", plain.ConcurrencyKey, plain.Priority)
+	}
+	_, _, err := s.CreateRun(t.Context(), store.CreateRunParams{ID: uniq("run"), Tenant: "t", User: "u",
+		Agent: "support", ConcurrencyKey: "k", ConcurrencyLimit: -1, Now: t0})
+	if err == nil {
+		t.Error("CreateRun with a negative concurrency limit: no error")
+	}
+}
+
+// Of the runs of one key, one is claimed; the others wait, holding
+// nothing, while runs without a key, of another key, or of the same key in
+// another tenant are claimed around them. When the holder lets go, the
+// next run of the key (oldest first) is claimed.
+func testClaimConcurrencyKey(t *testing.T, s store.Store) {
+	tenant := uniq("tenant")
+	var keyed []store.Run
+	for i := range 3 {
+		keyed = append(keyed, newRun(t, s, store.CreateRunParams{Tenant: tenant, ConcurrencyKey: "customer-1",
+			Now: t0.Add(time.Duration(i) * time.Millisecond)}))
+	}
+	other := newRun(t, s, store.CreateRunParams{Tenant: tenant, ConcurrencyKey: "customer-2", Now: t0.Add(5 * time.Millisecond)})
+	plain := newRun(t, s, store.CreateRunParams{Tenant: tenant, Now: t0.Add(6 * time.Millisecond)})
+	elsewhere := newRun(t, s, store.CreateRunParams{ConcurrencyKey: "customer-1", Now: t0.Add(7 * time.Millisecond)})
+
+	now := t0.Add(time.Second)
+	got := ids(claimAll(t, s, "w1", now, time.Minute))
+	want := []string{keyed[0].ID, other.ID, plain.ID, elsewhere.ID}
+	if !slices.Equal(got, want) {
+		t.Fatalf("claimed %v, want %v: one run of each key, and the runs without one", got, want)
+	}
+	if got := claimAll(t, s, "w2", now, time.Minute); len(got) != 0 {
+		t.Fatalf("claimed %v while the key's holder runs", ids(got))
+	}
+	for _, r := range keyed[1:] {
+		if r := getRun(t, s, r.ID); r.Status != store.StatusQueued || r.LeaseOwner != "" || r.LeaseEpoch != 0 {
+			t.Errorf("waiting run %s: status %s, owner %q, epoch %d; want queued, holding nothing",
+				r.ID, r.Status, r.LeaseOwner, r.LeaseEpoch)
+		}
+	}
+
+	// A holder waiting for a person holds nothing: the next run goes.
+	holder := getRun(t, s, keyed[0].ID)
+	park(t, s, holder, store.StatusWaitingApproval, time.Time{})
+	now = now.Add(time.Second)
+	if got := ids(claimAll(t, s, "w2", now, time.Minute)); !slices.Equal(got, []string{keyed[1].ID}) {
+		t.Fatalf("claimed %v after the holder let go, want [%s]", got, keyed[1].ID)
+	}
+	park(t, s, getRun(t, s, keyed[1].ID), store.StatusDone, time.Time{})
+	if got := ids(claimAll(t, s, "w2", now, time.Minute)); !slices.Equal(got, []string{keyed[2].ID}) {
+		t.Fatalf("claimed %v after the holder ended, want [%s]", got, keyed[2].ID)
+	}
+}
+
+// A key's limit is how many of its runs run at once, counted across
+// claims and within one claim.
+func testClaimConcurrencyLimit(t *testing.T, s store.Store) {
+	tenant := uniq("tenant")
+	var keyed []string
+	for i := range 5 {
+		keyed = append(keyed, newRun(t, s, store.CreateRunParams{Tenant: tenant, ConcurrencyKey: "order-9",
+			ConcurrencyLimit: 2, Now: t0.Add(time.Duration(i) * time.Millisecond)}).ID)
+	}
+	late := newRun(t, s, store.CreateRunParams{Tenant: tenant, Now: t0.Add(time.Second)})
+	now := t0.Add(2 * time.Second)
+	// A claim of 3 passes over the third run of the key for the run due
+	// after it.
+	runs, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "w1", Now: now, TTL: time.Minute, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(runs), []string{keyed[0], keyed[1], late.ID}; !slices.Equal(got, want) {
+		t.Fatalf("claimed %v, want %v: two of the key, then the run due after them", got, want)
+	}
+	if got := claimAll(t, s, "w2", now, time.Minute); len(got) != 0 {
+		t.Fatalf("claimed %v with the key at its limit", ids(got))
+	}
+	park(t, s, runs[0], store.StatusDone, time.Time{})
+	if got := ids(claimAll(t, s, "w2", now, time.Minute)); !slices.Equal(got, []string{keyed[2]}) {
+		t.Fatalf("claimed %v after one of two holders ended, want [%s]", got, keyed[2])
+	}
+}
+
+// A run on an expired lease holds its key until it is claimed again; a
+// paused run holds nothing, and when due it waits for room like a queued
+// one.
+func testClaimConcurrencyKeyHolders(t *testing.T, s store.Store) {
+	tenant := uniq("tenant")
+	first := newRun(t, s, store.CreateRunParams{Tenant: tenant, ConcurrencyKey: "k"})
+	second := newRun(t, s, store.CreateRunParams{Tenant: tenant, ConcurrencyKey: "k", Now: t0.Add(time.Millisecond)})
+	held := claimRun(t, s, first.ID, "w1", t0.Add(time.Second), time.Minute)
+
+	expired := held.LeaseExpires
+	if got := ids(claimAll(t, s, "w2", expired, time.Minute)); !slices.Equal(got, []string{first.ID}) {
+		t.Fatalf("claimed %v once the holder's lease expired, want only the holder [%s]", got, first.ID)
+	}
+	// The holder pauses until later: the other run of the key goes.
+	resume := expired.Add(time.Hour)
+	park(t, s, getRun(t, s, first.ID), store.StatusPaused, resume)
+	if got := ids(claimAll(t, s, "w2", expired.Add(time.Second), 2*time.Hour)); !slices.Equal(got, []string{second.ID}) {
+		t.Fatalf("claimed %v while the holder is paused, want [%s]", got, second.ID)
+	}
+	// Due again, the paused run waits for the key.
+	if got := claimAll(t, s, "w2", resume, 2*time.Hour); len(got) != 0 {
+		t.Fatalf("claimed %v, a paused run whose key is held", ids(got))
+	}
+	park(t, s, getRun(t, s, second.ID), store.StatusDone, time.Time{})
+	if got := ids(claimAll(t, s, "w2", resume, time.Minute)); !slices.Equal(got, []string{first.ID}) {
+		t.Fatalf("claimed %v once the key was free, want the paused run [%s]", got, first.ID)
+	}
+}
+
+// Workers claiming at once never run two runs of one key together: after
+// each round of concurrent claims, no key has more running runs than its
+// limit, and every run is claimed in the end.
+func testClaimConcurrencyKeyConcurrent(t *testing.T, s store.Store) {
+	const keys, perKey, workers = 4, 5, 6
+	tenant := uniq("tenant")
+	key := map[string]string{}
+	for i := range keys * perKey {
+		r := newRun(t, s, store.CreateRunParams{Tenant: tenant, ConcurrencyKey: fmt.Sprintf("key-%d", i%keys),
+			Now: t0.Add(time.Duration(i) * time.Millisecond)})
+		key[r.ID] = r.ConcurrencyKey
+	}
+	done := map[string]bool{}
+	now := t0.Add(time.Second)
+	for round := 0; len(done) < len(key); round++ {
+		if round > keys*perKey {
+			t.Fatalf("%d of %d runs claimed after %d rounds", len(done), len(key), round)
+		}
+		var (
+			mu      sync.Mutex
+			claimed []store.Run
+			wg      sync.WaitGroup
+		)
+		for w := range workers {
+			wg.Go(func() {
+				runs, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{
+					Owner: fmt.Sprintf("w%d", w), Now: now, TTL: time.Hour, Limit: 2,
+				})
+				if err != nil {
+					t.Errorf("ClaimRuns: %v", err)
+				}
+				mu.Lock()
+				claimed = append(claimed, runs...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		running := map[string]int{}
+		for _, r := range claimed {
+			running[key[r.ID]]++
+			if done[r.ID] {
+				t.Fatalf("run %s claimed again after it ended", r.ID)
+			}
+		}
+		for k, n := range running {
+			if n > 1 {
+				t.Fatalf("round %d: %d runs of %s running at once, limit 1", round, n, k)
+			}
+		}
+		for _, r := range claimed {
+			done[r.ID] = true
+			park(t, s, r, store.StatusDone, time.Time{})
+		}
+		now = now.Add(time.Second)
+	}
+}
