@@ -155,7 +155,8 @@ func (s *Store) LeasedRuns(ctx context.Context, p store.LeasedRunsParams) ([]sto
 	return runs, nil
 }
 
-// ClaimRuns leases up to Limit due runs to an owner, oldest update first.
+// ClaimRuns leases up to Limit due runs to an owner, in the order
+// fairOrder gives them.
 func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store.Run, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -175,14 +176,17 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 		// passed over; the runs due after it are then read again, the full
 		// key's runs no longer among them.
 		for len(runs) < p.Limit {
-			ids, owners, err := dueRuns(ctx, tx, p, agents, p.Limit-len(runs))
+			due, err := dueRuns(ctx, tx, p, agents, p.Limit-len(runs))
 			if err != nil {
 				return err
 			}
 			passed := false
-			for i, id := range ids {
+			for _, c := range due {
+				if len(runs) == p.Limit {
+					break
+				}
 				r, err := sqlrow.Run(tx.QueryRowContext(ctx, runClaimSQL,
-					sql.Named("id", id),
+					sql.Named("id", c.id),
 					sql.Named("owner", p.Owner),
 					sql.Named("expires", sqlrow.Nanos(p.Now.Add(p.TTL))),
 					sql.Named("now", sqlrow.Nanos(p.Now)),
@@ -194,7 +198,7 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 				if err != nil {
 					return err
 				}
-				r.TakenFrom = owners[i]
+				r.TakenFrom = c.takenFrom
 				runs = append(runs, r)
 			}
 			if !passed {
@@ -207,31 +211,6 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
 	return runs, nil
-}
-
-// dueRuns reads the ids of up to limit due runs, in claim order, with the
-// owner each expired lease is taken from.
-func dueRuns(ctx context.Context, tx *writeTx, p store.ClaimRunsParams, agents string, limit int) (ids, owners []string, err error) {
-	rows, err := tx.QueryContext(ctx, runDueSQL,
-		sql.Named("now", sqlrow.Nanos(p.Now)),
-		sql.Named("limit", limit),
-		sql.Named("agents", agents),
-	)
-	if err != nil {
-		return nil, nil, err
-	}
-	for rows.Next() {
-		var id, owner string
-		if err := rows.Scan(&id, &owner); err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
-		ids, owners = append(ids, id), append(owners, owner)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, nil, err
-	}
-	return ids, owners, nil
 }
 
 // TakeOver leases a running run to a new owner if it is still at p.Epoch.

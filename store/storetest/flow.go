@@ -21,6 +21,9 @@ var flowCases = []struct {
 	{"ClaimConcurrencyLimit", testClaimConcurrencyLimit},
 	{"ClaimConcurrencyKeyHolders", testClaimConcurrencyKeyHolders},
 	{"ClaimConcurrencyKeyConcurrent", testClaimConcurrencyKeyConcurrent},
+	{"ClaimPriority", testClaimPriority},
+	{"ClaimFairBetweenTenants", testClaimFairBetweenTenants},
+	{"ClaimFairCountsRunning", testClaimFairCountsRunning},
 }
 
 func testFlowFieldsRoundTrip(t *testing.T, s store.Store) {
@@ -63,6 +66,8 @@ func testClaimConcurrencyKey(t *testing.T, s store.Store) {
 	now := t0.Add(time.Second)
 	got := ids(claimAll(t, s, "w1", now, time.Minute))
 	want := []string{keyed[0].ID, other.ID, plain.ID, elsewhere.ID}
+	slices.Sort(got)
+	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("claimed %v, want %v: one run of each key, and the runs without one", got, want)
 	}
@@ -201,5 +206,81 @@ func testClaimConcurrencyKeyConcurrent(t *testing.T, s store.Store) {
 			park(t, s, r, store.StatusDone, time.Time{})
 		}
 		now = now.Add(time.Second)
+	}
+}
+
+// Within a tenant, higher priority goes first, then the oldest.
+func testClaimPriority(t *testing.T, s store.Store) {
+	tenant := uniq("tenant")
+	low := newRun(t, s, store.CreateRunParams{Tenant: tenant, Now: t0})
+	high := newRun(t, s, store.CreateRunParams{Tenant: tenant, Priority: 10, Now: t0.Add(time.Second)})
+	mid := newRun(t, s, store.CreateRunParams{Tenant: tenant, Priority: 5, Now: t0.Add(2 * time.Second)})
+	mid2 := newRun(t, s, store.CreateRunParams{Tenant: tenant, Priority: 5, Now: t0.Add(3 * time.Second)})
+	now := t0.Add(time.Minute)
+	var got []string
+	for range 4 {
+		runs, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "w1", Now: now, TTL: time.Hour, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ids(runs)...)
+	}
+	if want := []string{high.ID, mid.ID, mid2.ID, low.ID}; !slices.Equal(got, want) {
+		t.Errorf("claimed one at a time %v, want %v: priority 10, 5, 5 (older first), 0", got, want)
+	}
+}
+
+// Tenant A has a deep backlog, older than tenant B's two runs: one claim
+// of four takes both of B's, and claims of one take turns between them.
+func testClaimFairBetweenTenants(t *testing.T, s store.Store) {
+	a, b := uniq("tenant-a"), uniq("tenant-b")
+	var as []string
+	for i := range 20 {
+		as = append(as, newRun(t, s, store.CreateRunParams{Tenant: a, Priority: 100,
+			Now: t0.Add(time.Duration(i) * time.Millisecond)}).ID)
+	}
+	b1 := newRun(t, s, store.CreateRunParams{Tenant: b, Now: t0.Add(time.Second)})
+	b2 := newRun(t, s, store.CreateRunParams{Tenant: b, Now: t0.Add(2 * time.Second)})
+	now := t0.Add(time.Minute)
+	runs, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "w1", Now: now, TTL: time.Hour, Limit: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each tenant's first run, then each tenant's second: the older first.
+	if got, want := ids(runs), []string{as[0], b1.ID, as[1], b2.ID}; !slices.Equal(got, want) {
+		t.Errorf("one claim of 4 took %v, want %v: A's and B's first runs, then their second", got, want)
+	}
+	// A has two running and B two: claims of one alternate while both have
+	// runs waiting, A's first as its next run is older.
+	var got []string
+	for range 3 {
+		runs, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "w2", Now: now, TTL: time.Hour, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ids(runs)...)
+	}
+	if want := []string{as[2], as[3], as[4]}; !slices.Equal(got, want) {
+		t.Errorf("claims of one took %v, want %v: B has none left waiting", got, want)
+	}
+}
+
+// A tenant's share is what it has running, whichever worker claimed it: a
+// tenant with runs in flight waits behind one with none.
+func testClaimFairCountsRunning(t *testing.T, s store.Store) {
+	a, b := uniq("tenant-a"), uniq("tenant-b")
+	var as []string
+	for i := range 4 {
+		as = append(as, newRun(t, s, store.CreateRunParams{Tenant: a, Now: t0.Add(time.Duration(i) * time.Millisecond)}).ID)
+	}
+	now := t0.Add(time.Minute)
+	runs, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "w1", Now: now, TTL: time.Hour, Limit: 2})
+	if err != nil || !slices.Equal(ids(runs), as[:2]) {
+		t.Fatalf("claimed %v (%v), want %v", ids(runs), err, as[:2])
+	}
+	late := newRun(t, s, store.CreateRunParams{Tenant: b, Now: now})
+	runs, err = s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "w2", Now: now, TTL: time.Hour, Limit: 1})
+	if err != nil || !slices.Equal(ids(runs), []string{late.ID}) {
+		t.Fatalf("a claim of one took %v (%v), want B's first run %s: A has 2 running, B none", ids(runs), err, late.ID)
 	}
 }

@@ -112,6 +112,7 @@ func TestLayouts(t *testing.T) {
 		"api_key":         destsOf(apiKeyColumns, &apiKeyRaw{roles: noList{}}),
 		"session":         destsOf(sessionColumns, new(sessionRaw)),
 		"webhook":         destsOf(webhookColumns, &webhookRaw{kinds: noList{}}),
+		"due_run":         destsOf(dueRunColumns, new(struct{})),
 	}
 	if len(dests) != len(layouts) {
 		t.Fatalf("%d row types checked, %d laid out", len(dests), len(layouts))
@@ -331,6 +332,7 @@ func TestScanErrors(t *testing.T) {
 		"api_key":         func(r Scanner) error { _, err := APIKey(r, new(list)); return err },
 		"session":         func(r Scanner) error { _, err := Session(r); return err },
 		"webhook":         func(r Scanner) error { _, err := Webhook(r, new(list)); return err },
+		"due_run":         func(r Scanner) error { _, err := ReadDueRun(r); return err },
 	}
 	if len(scans) != len(layouts) {
 		t.Fatalf("%d scanners tested, %d row types", len(scans), len(layouts))

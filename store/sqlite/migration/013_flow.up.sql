@@ -1,14 +1,19 @@
 -- Flow control between runs. A run may name a concurrency key (the
 -- customer or order it acts on) with a limit: claims keep the runs of one
 -- tenant with that key that are running at once within the limit. A run
--- has a priority: higher goes first within its tenant.
+-- has a priority: higher goes first within its tenant, and tenants take
+-- turns.
 ALTER TABLE runs ADD COLUMN concurrency_key TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN concurrency_limit INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 
--- The runs holding a key: a claim counts them for each keyed run it would
--- take. Runs without a key are not in it.
-CREATE INDEX runs_key_holders ON runs (tenant, concurrency_key)
-    WHERE status = 'running' AND concurrency_key <> '';
+-- The running runs, by tenant and key: a claim counts a tenant's share of
+-- the workers, and a key's holders, for each run it would take.
+CREATE INDEX runs_running ON runs (tenant, concurrency_key) WHERE status = 'running';
+
+-- Queued runs, by tenant in the order a claim takes them: a claim skips
+-- from tenant to tenant and reads each tenant's first runs.
+DROP INDEX runs_queued;
+CREATE INDEX runs_queued_fair ON runs (tenant, priority DESC, updated_at, id) WHERE status = 'queued';
 
 PRAGMA user_version = 13;

@@ -10,7 +10,7 @@ SET lease_owner = @owner,
     updated_at = @now
 WHERE id = @id
     AND (status = 'running' OR concurrency_key = '' OR (SELECT count(*) FROM runs h
-        WHERE h.status = 'running' AND h.concurrency_key <> ''
+        WHERE h.status = 'running'
             AND h.tenant = runs.tenant AND h.concurrency_key = runs.concurrency_key) < concurrency_limit)
 RETURNING id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
     status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,
