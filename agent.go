@@ -176,6 +176,10 @@ func (a *Agent) hash() string {
 		Schema            json.RawMessage
 		Effect            EffectClass
 		KeyFields         []string
+		// Scope changes the keys of the tool's calls: a run is not resumed
+		// into another scope. Omitted when it is the default, so that
+		// versions from before it stay as they were.
+		Scope EffectScope `json:",omitempty"`
 	}
 	def := struct {
 		Model        string
@@ -187,7 +191,7 @@ func (a *Agent) hash() string {
 		def.Fallback = a.Fallback.Name()
 	}
 	for _, t := range a.Tools {
-		def.Tools = append(def.Tools, toolDef{t.Name, t.Description, t.InputSchema, t.Effect, t.KeyFields})
+		def.Tools = append(def.Tools, toolDef{t.Name, t.Description, t.InputSchema, t.Effect, t.KeyFields, t.Scope})
 	}
 	b, _ := json.Marshal(def)
 	sum := sha256.Sum256(b)
