@@ -2,11 +2,13 @@ package belay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
 	"github.com/belayrun/belay/store"
 )
@@ -119,5 +121,43 @@ func TestStartRunRefusesANegativeConcurrencyLimit(t *testing.T) {
 	runs, err := st.ListRuns(context.Background(), store.ListRunsParams{})
 	if err != nil || len(runs) != 0 {
 		t.Errorf("runs after a refused start: %d (%v), want none", len(runs), err)
+	}
+}
+
+// A model failure's wait is drawn at random from its whole window, on top
+// of the provider's Retry-After: runs a 429 paused together come back
+// spread over the window, not together.
+func TestModelBackoffIsFullJitterAfterRetryAfter(t *testing.T) {
+	t.Parallel()
+	for _, draw := range []string{"bottom", "top"} {
+		t.Run(draw, func(t *testing.T) {
+			t.Parallel()
+			st := openStore(t)
+			c := newClock()
+			m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+				return scripted.Reply{Err: &model.Error{Class: model.ClassRateLimited, StatusCode: 429,
+					RetryAfter: 20 * time.Second, Err: errors.New("slow down")}}, nil
+			})
+			rt := newRuntime(t, st, c, &Agent{Name: "a", Model: m})
+			var asked []int64
+			rt.cfg.rand = func(n int64) int64 {
+				asked = append(asked, n)
+				if draw == "top" {
+					return n - 1
+				}
+				return 0
+			}
+			run := startAndDrain(t, rt, RunRequest{Agent: "a", User: "u", Input: "hi"})
+			want := 20 * time.Second
+			if draw == "top" {
+				want += modelRetryBase
+			}
+			if got := run.ResumeAfter.Sub(c.Now()); got != want {
+				t.Errorf("resume after %v, want %v", got, want)
+			}
+			if !slices.Contains(asked, int64(modelRetryBase)+1) {
+				t.Errorf("jitter drawn from %v, want a draw over the whole first window (%v)", asked, modelRetryBase)
+			}
+		})
 	}
 }

@@ -341,9 +341,12 @@ func (x *execution) dryRunPlan() string {
 // modelFailed handles a model call that failed after the SDK's own retries:
 // load-related failures pause the run until later; a bad request fails it,
 // since sending it again cannot help.
-// A run whose model call failed for a reason waiting may cure waits
-// modelRetryBase, twice as long after each failure in a row up to
-// modelRetryMax, and after maxModelFailures in a row waits for a person.
+// A run whose model call failed for a reason waiting may cure waits a
+// random time up to modelRetryBase, up to twice as long after each failure
+// in a row, capped at modelRetryMax ("full jitter", so that the runs a
+// provider's outage paused together do not come back together), on top of
+// the provider's Retry-After if it gave one; after maxModelFailures in a row
+// it waits for a person.
 const (
 	modelRetryBase   = 15 * time.Second
 	modelRetryMax    = 10 * time.Minute
@@ -364,8 +367,8 @@ func (x *execution) modelFailed(ctx context.Context, err error) error {
 		return x.escalate(ctx, store.StatusPaused, "model_unavailable", fmt.Sprintf(
 			"the model failed %d times in a row, the last with: %v; resume the run once it answers again (belay resume %s)", n, err, x.run.ID), nil, nil)
 	}
-	wait := min(modelRetryBase<<(x.guard.ModelFailures-1), modelRetryMax)
-	wait = max(wait, me.RetryAfter)
+	window := min(modelRetryBase<<(x.guard.ModelFailures-1), modelRetryMax)
+	wait := me.RetryAfter + time.Duration(x.r.cfg.rand(int64(window)+1))
 	x.run.ResumeAfter = x.r.cfg.now().Add(wait)
 	detail := err.Error()
 	if me.Class == model.ClassOverloaded && x.agent.Fallback == nil {
