@@ -24,6 +24,10 @@ var flowCases = []struct {
 	{"ClaimPriority", testClaimPriority},
 	{"ClaimFairBetweenTenants", testClaimFairBetweenTenants},
 	{"ClaimFairCountsRunning", testClaimFairCountsRunning},
+	{"BucketsTakeAndRefill", testBucketsTakeAndRefill},
+	{"BucketsAllOrNothing", testBucketsAllOrNothing},
+	{"BucketsDrain", testBucketsDrain},
+	{"BucketsConcurrent", testBucketsConcurrent},
 }
 
 func testFlowFieldsRoundTrip(t *testing.T, s store.Store) {
@@ -282,5 +286,127 @@ func testClaimFairCountsRunning(t *testing.T, s store.Store) {
 	runs, err = s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: "w2", Now: now, TTL: time.Hour, Limit: 1})
 	if err != nil || !slices.Equal(ids(runs), []string{late.ID}) {
 		t.Fatalf("a claim of one took %v (%v), want B's first run %s: A has 2 running, B none", ids(runs), err, late.ID)
+	}
+}
+
+func limiter(t *testing.T, s store.Store) store.RateLimiter {
+	t.Helper()
+	l, ok := s.(store.RateLimiter)
+	if !ok {
+		t.Fatalf("%T keeps no rate buckets (store.RateLimiter)", s)
+	}
+	return l
+}
+
+func take(t *testing.T, l store.RateLimiter, now time.Time, takes ...store.BucketTake) store.BucketAnswer {
+	t.Helper()
+	a, err := l.TakeFromBuckets(t.Context(), store.TakeFromBucketsParams{Now: now, Takes: takes})
+	if err != nil {
+		t.Fatalf("TakeFromBuckets: %v", err)
+	}
+	return a
+}
+
+// A bucket starts full, refuses a take it has no room for with the time
+// until it will, and refills at its rate.
+func testBucketsTakeAndRefill(t *testing.T, s store.Store) {
+	l := limiter(t, s)
+	name := uniq("tpm")
+	two := store.BucketTake{Name: name, Rate: 1, Burst: 3, Units: 2}
+	if a := take(t, l, t0, two); !a.Admitted {
+		t.Fatalf("first take of 2 from a full bucket of 3: %+v", a)
+	}
+	a := take(t, l, t0, two)
+	if a.Admitted || a.Bucket != name || a.Wait != time.Second {
+		t.Fatalf("second take of 2 with 1 left: %+v, want refused by %s for 1s", a, name)
+	}
+	if a := take(t, l, t0.Add(time.Second), two); !a.Admitted {
+		t.Fatalf("take after the refill: %+v", a)
+	}
+	// A take larger than the burst waits for a full bucket, then owes.
+	big := store.BucketTake{Name: name, Rate: 1, Burst: 3, Units: 5}
+	if a := take(t, l, t0.Add(4*time.Second), big); !a.Admitted {
+		t.Fatalf("a take above the burst on a full bucket: %+v", a)
+	}
+	if a := take(t, l, t0.Add(5*time.Second), store.BucketTake{Name: name, Rate: 1, Burst: 3, Units: 1}); a.Admitted || a.Wait != 2*time.Second {
+		t.Fatalf("a take after the bucket owes 2: %+v, want refused for 2s", a)
+	}
+}
+
+// A take from several buckets is admitted by all or none: a refusal by one
+// takes nothing from the others.
+func testBucketsAllOrNothing(t *testing.T, s store.Store) {
+	l := limiter(t, s)
+	rpm, tpm := uniq("rpm"), uniq("tpm")
+	req := store.BucketTake{Name: rpm, Rate: 1, Burst: 10, Units: 1}
+	tokens := store.BucketTake{Name: tpm, Rate: 100, Burst: 1000, Units: 800}
+	if a := take(t, l, t0, req, tokens); !a.Admitted {
+		t.Fatalf("first call: %+v", a)
+	}
+	if a := take(t, l, t0, req, tokens); a.Admitted || a.Bucket != tpm {
+		t.Fatalf("second call with 200 tokens left: %+v, want refused by %s", a, tpm)
+	}
+	// Nine requests are left: the refused call took none.
+	for i := range 9 {
+		if a := take(t, l, t0, req); !a.Admitted {
+			t.Fatalf("request %d of the 9 left: %+v", i+1, a)
+		}
+	}
+	if a := take(t, l, t0, req); a.Admitted {
+		t.Fatal("an eleventh request in a burst of 10 was admitted")
+	}
+}
+
+// A drain (a provider's Retry-After) refuses every take until its end, and
+// the bucket refills from then.
+func testBucketsDrain(t *testing.T, s store.Store) {
+	l := limiter(t, s)
+	name := uniq("tpm")
+	one := store.BucketTake{Name: name, Rate: 2, Burst: 10, Units: 1}
+	if a := take(t, l, t0, one); !a.Admitted {
+		t.Fatalf("first take: %+v", a)
+	}
+	until := t0.Add(20 * time.Second)
+	if err := l.DrainBuckets(t.Context(), store.DrainBucketsParams{Names: []string{name, uniq("never-taken")}, Now: t0, Until: until}); err != nil {
+		t.Fatal(err)
+	}
+	if a := take(t, l, t0.Add(5*time.Second), one); a.Admitted || a.Wait != 15*time.Second {
+		t.Fatalf("take during the drain: %+v, want refused for the 15s left", a)
+	}
+	if a := take(t, l, until, one); a.Admitted {
+		t.Fatalf("take as the drain ends: %+v, want refused: the bucket refills from then", a)
+	}
+	if a := take(t, l, until.Add(time.Second), one); !a.Admitted {
+		t.Fatalf("take a second after the drain: %+v", a)
+	}
+}
+
+// Workers taking at once never take more than a bucket holds.
+func testBucketsConcurrent(t *testing.T, s store.Store) {
+	l := limiter(t, s)
+	name := uniq("rpm")
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		admitted int
+	)
+	for range 12 {
+		wg.Go(func() {
+			a, err := l.TakeFromBuckets(t.Context(), store.TakeFromBucketsParams{Now: t0,
+				Takes: []store.BucketTake{{Name: name, Rate: 0.001, Burst: 5, Units: 1}}})
+			if err != nil {
+				t.Errorf("TakeFromBuckets: %v", err)
+				return
+			}
+			mu.Lock()
+			if a.Admitted {
+				admitted++
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if admitted != 5 {
+		t.Errorf("%d of 12 takes admitted from a bucket of 5", admitted)
 	}
 }

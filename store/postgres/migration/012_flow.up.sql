@@ -25,3 +25,15 @@ CREATE INDEX runs_key_waiting ON runs (tenant, concurrency_key)
 CREATE INDEX runs_queued_fair ON runs (tenant, priority DESC, changed_at, id) WHERE status = 'queued';
 CREATE INDEX runs_due_again ON runs (changed_at, id) WHERE status IN ('running', 'paused');
 DROP INDEX runs_due;
+
+-- Rate buckets every worker of the store shares: a provider account's
+-- requests and tokens per minute, or any named limit. tokens is the level
+-- at updated_at (unix nanoseconds); the bucket refills from there at the
+-- rate its takers give. A provider's Retry-After drains it until
+-- blocked_until.
+CREATE TABLE rate_buckets (
+    name          text NOT NULL PRIMARY KEY,
+    tokens        double precision NOT NULL,
+    updated_at    bigint NOT NULL,
+    blocked_until bigint NOT NULL
+);

@@ -16,4 +16,16 @@ CREATE INDEX runs_running ON runs (tenant, concurrency_key) WHERE status = 'runn
 DROP INDEX runs_queued;
 CREATE INDEX runs_queued_fair ON runs (tenant, priority DESC, updated_at, id) WHERE status = 'queued';
 
+-- Rate buckets every worker of the store shares: a provider account's
+-- requests and tokens per minute, or any named limit. tokens is the level
+-- at updated_at (unix nanoseconds); the bucket refills from there at the
+-- rate its takers give. A provider's Retry-After drains it until
+-- blocked_until.
+CREATE TABLE rate_buckets (
+    name          TEXT NOT NULL PRIMARY KEY,
+    tokens        REAL NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    blocked_until INTEGER NOT NULL
+) STRICT;
+
 PRAGMA user_version = 13;
