@@ -58,6 +58,9 @@ type Agent struct {
 	// CustomerMessage is what an escalated run tells the customer. Default
 	// DefaultCustomerMessage.
 	CustomerMessage string
+	// Limits are the provider limits the agent's model calls are held to,
+	// shared through the store by every worker. Default: none.
+	Limits []ProviderLimit
 
 	tools map[string]*Tool
 	// sensitive is what each run of the agent records of its tools'

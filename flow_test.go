@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,5 +161,108 @@ func TestModelBackoffIsFullJitterAfterRetryAfter(t *testing.T) {
 				t.Errorf("jitter drawn from %v, want a draw over the whole first window (%v)", asked, modelRetryBase)
 			}
 		})
+	}
+}
+
+// countingModel answers "done" and counts its calls; the first err it is
+// given is returned once instead.
+type countingModel struct {
+	mu    sync.Mutex
+	calls int
+	fail  error
+}
+
+func (m *countingModel) Name() string { return scripted.Name }
+
+func (m *countingModel) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	if err := m.fail; err != nil {
+		m.fail = nil
+		return model.Response{}, err
+	}
+	return scripted.New(scripted.Reply{Text: "done"}).Generate(ctx, req)
+}
+
+// A provider's tokens per minute admit the calls that fit: a run whose
+// projected call does not fit pauses until the bucket has room, without
+// calling the model, and goes on once it has.
+func TestProviderLimitAdmitsByProjectedTokens(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	c := newClock()
+	m := &countingModel{}
+	// A call projects its input plus 1,000 output tokens: one fits in
+	// 1,500 tokens a minute, two do not.
+	agent := &Agent{Name: "a", Model: m, MaxOutputTokens: 1000,
+		Limits: []ProviderLimit{{Name: "acct", TokensPerMinute: 1500}}}
+	rt := newRuntime(t, st, c, agent)
+	rt.cfg.rand = func(n int64) int64 { return 0 }
+	ctx := context.Background()
+	first, _, err := rt.StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := rt.StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.calls != 1 {
+		t.Fatalf("%d model calls, want 1: the second does not fit the limit", m.calls)
+	}
+	var waiting store.Run
+	for _, id := range []string{first.ID, second.ID} {
+		r, _ := st.GetRun(ctx, "", id)
+		if r.Status == store.StatusPaused {
+			waiting = r
+		}
+	}
+	if waiting.StopReason != "provider_limit" || !strings.Contains(waiting.StopDetail, "acct:tokens") {
+		t.Fatalf("the run the limit held: %s (%s: %s), want paused for provider_limit acct:tokens", waiting.Status,
+			waiting.StopReason, waiting.StopDetail)
+	}
+	if wait := waiting.ResumeAfter.Sub(c.Now()); wait <= 0 || wait > time.Minute {
+		t.Errorf("paused for %v, want until the bucket has room, within a minute", wait)
+	}
+	c.Advance(waiting.ResumeAfter.Sub(c.Now()))
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := st.GetRun(ctx, "", waiting.ID); r.Status != store.StatusDone || m.calls != 2 {
+		t.Errorf("once the bucket had room: run %s, %d model calls; want done, 2", r.Status, m.calls)
+	}
+}
+
+// A 429 drains the account's limit for its Retry-After for every worker:
+// another run of the account, on another runtime of the same store, waits
+// it out without calling the model.
+func TestRateLimitedAnswerDrainsTheLimitForEveryWorker(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	c := newClock()
+	limited := &countingModel{fail: &model.Error{Class: model.ClassRateLimited, StatusCode: 429,
+		RetryAfter: 40 * time.Second, Err: errors.New("rate limited")}}
+	other := &countingModel{}
+	limit := ProviderLimit{Name: "acct", RequestsPerMinute: 600}
+	rt1 := newRuntime(t, st, c, &Agent{Name: "a", Model: limited, Limits: []ProviderLimit{limit}})
+	rt2 := newRuntime(t, st, c, &Agent{Name: "b", Model: other, Limits: []ProviderLimit{limit}})
+	rt1.cfg.rand = func(n int64) int64 { return 0 }
+	rt2.cfg.rand = func(n int64) int64 { return 0 }
+	hit := startAndDrain(t, rt1, RunRequest{Agent: "a", User: "u", Input: "one"})
+	if hit.Status != store.StatusPaused || hit.StopReason != "rate_limited" {
+		t.Fatalf("the run that met the 429: %s (%s)", hit.Status, hit.StopReason)
+	}
+	c.Advance(10 * time.Second)
+	run := startAndDrain(t, rt2, RunRequest{Agent: "b", User: "u", Input: "two"})
+	if other.calls != 0 || run.StopReason != "provider_limit" {
+		t.Fatalf("a run of the account during the Retry-After: %d model calls, %s (%s); want none, paused for provider_limit",
+			other.calls, run.Status, run.StopReason)
+	}
+	if got := run.ResumeAfter.Sub(c.Now()); got != 30*time.Second {
+		t.Errorf("paused for %v, want the 30 s of the Retry-After left", got)
 	}
 }

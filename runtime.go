@@ -193,6 +193,9 @@ func New(cfg Config) (*Runtime, error) {
 		if err := a.prepare(); err != nil {
 			return nil, err
 		}
+		if err := r.checkLimits(a); err != nil {
+			return nil, err
+		}
 		if _, dup := r.agents[a.Name]; dup {
 			return nil, fmt.Errorf("config: two agents named %q", a.Name)
 		}

@@ -262,6 +262,9 @@ func (x *execution) think(ctx context.Context) error {
 	if over := x.checkBudget(ctx, budget, x.agent.Model, req); over != nil {
 		return x.escalate(ctx, store.StatusPaused, over.Reason, over.String(), nil, over)
 	}
+	if err := x.admit(ctx, x.agent.Model, req); err != nil {
+		return err
+	}
 	start := x.r.cfg.now()
 	used := x.agent.Model
 	resp, err := used.Generate(ctx, req)
@@ -369,6 +372,9 @@ func (x *execution) modelFailed(ctx context.Context, err error) error {
 	}
 	window := min(modelRetryBase<<(x.guard.ModelFailures-1), modelRetryMax)
 	wait := me.RetryAfter + time.Duration(x.r.cfg.rand(int64(window)+1))
+	if me.Class == model.ClassRateLimited {
+		x.drainLimits(ctx, max(me.RetryAfter, modelRetryBase))
+	}
 	x.run.ResumeAfter = x.r.cfg.now().Add(wait)
 	detail := err.Error()
 	if me.Class == model.ClassOverloaded && x.agent.Fallback == nil {
