@@ -117,3 +117,20 @@ func (p TakeFromBucketsParams) SortedTakes() []BucketTake {
 	})
 	return takes
 }
+
+// TenantLimiter is a store that caps the runs of a tenant in a step at
+// once, across every worker: ClaimRuns takes none of a tenant's queued or
+// paused runs while it has MaxRunning running. Both of Belay's stores
+// implement it.
+type TenantLimiter interface {
+	// SetTenantLimit sets a tenant's cap; MaxRunning 0 removes it.
+	SetTenantLimit(ctx context.Context, l TenantLimit) error
+	// TenantLimits returns every tenant's cap, by tenant.
+	TenantLimits(ctx context.Context) ([]TenantLimit, error)
+}
+
+// TenantLimit is the most runs of Tenant in a step at once.
+type TenantLimit struct {
+	Tenant     string
+	MaxRunning int
+}

@@ -70,18 +70,30 @@ func dueRuns(ctx context.Context, tx *writeTx, p store.ClaimRunsParams, agents s
 			return nil, err
 		}
 	}
-	running := map[string]int{}
+	running, caps := map[string]int{}, map[string]int{}
 	for _, c := range cands {
 		if _, ok := running[c.tenant]; ok {
 			continue
 		}
-		var n int
+		var n, limit int
 		if err := tx.QueryRowContext(ctx, runTenantRunningSQL, sql.Named("tenant", c.tenant)).Scan(&n); err != nil {
 			return nil, err
 		}
-		running[c.tenant] = n
+		if err := tx.QueryRowContext(ctx, tenantLimitGetSQL, sql.Named("tenant", c.tenant)).Scan(&limit); err != nil {
+			return nil, err
+		}
+		running[c.tenant], caps[c.tenant] = n, limit
 	}
-	return fairOrder(cands, running), nil
+	return withinCaps(fairOrder(cands, running), caps), nil
+}
+
+// withinCaps drops the runs a claim would take beyond their tenant's cap
+// on running runs (store.TenantLimiter): a run on an expired lease is
+// running already and stays.
+func withinCaps(cands []candidate, caps map[string]int) []candidate {
+	return slices.DeleteFunc(cands, func(c candidate) bool {
+		return !c.expired && caps[c.tenant] > 0 && c.load >= caps[c.tenant]
+	})
 }
 
 // scanRows runs query and calls scan for each row.

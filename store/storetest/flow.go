@@ -24,6 +24,8 @@ var flowCases = []struct {
 	{"ClaimPriority", testClaimPriority},
 	{"ClaimFairBetweenTenants", testClaimFairBetweenTenants},
 	{"ClaimFairCountsRunning", testClaimFairCountsRunning},
+	{"ClaimTenantCap", testClaimTenantCap},
+	{"ClaimTenantCapConcurrent", testClaimTenantCapConcurrent},
 	{"BucketsTakeAndRefill", testBucketsTakeAndRefill},
 	{"BucketsAllOrNothing", testBucketsAllOrNothing},
 	{"BucketsDrain", testBucketsDrain},
@@ -408,5 +410,101 @@ func testBucketsConcurrent(t *testing.T, s store.Store) {
 	wg.Wait()
 	if admitted != 5 {
 		t.Errorf("%d of 12 takes admitted from a bucket of 5", admitted)
+	}
+}
+
+func tenantLimiter(t *testing.T, s store.Store) store.TenantLimiter {
+	t.Helper()
+	l, ok := s.(store.TenantLimiter)
+	if !ok {
+		t.Fatalf("%T keeps no tenant caps (store.TenantLimiter)", s)
+	}
+	return l
+}
+
+// A tenant with a cap gets no more runs while it has as many running;
+// another tenant's runs are claimed around it, and the cap frees a place
+// when a run lets go. A run on an expired lease is running already.
+func testClaimTenantCap(t *testing.T, s store.Store) {
+	l := tenantLimiter(t, s)
+	a, b := uniq("tenant-a"), uniq("tenant-b")
+	if err := l.SetTenantLimit(t.Context(), store.TenantLimit{Tenant: a, MaxRunning: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var as []string
+	for i := range 5 {
+		as = append(as, newRun(t, s, store.CreateRunParams{Tenant: a, Now: t0.Add(time.Duration(i) * time.Millisecond)}).ID)
+	}
+	bs := newRun(t, s, store.CreateRunParams{Tenant: b, Now: t0.Add(time.Second)})
+	now := t0.Add(time.Minute)
+	got := ids(claimAll(t, s, "w1", now, time.Minute))
+	slices.Sort(got)
+	want := []string{as[0], as[1], bs.ID}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("claimed %v, want %v: two of A's, at its cap, and B's", got, want)
+	}
+	if got := claimAll(t, s, "w2", now, time.Minute); len(got) != 0 {
+		t.Fatalf("claimed %v with A at its cap", ids(got))
+	}
+	park(t, s, getRun(t, s, as[0]), store.StatusDone, time.Time{})
+	if got := ids(claimAll(t, s, "w2", now, time.Minute)); !slices.Equal(got, []string{as[2]}) {
+		t.Fatalf("claimed %v after one of A's runs ended, want [%s]", got, as[2])
+	}
+	// The cap lowered to 1 with 2 running: their leases expire, and both
+	// are taken over (they are running); no queued run of A is.
+	if err := l.SetTenantLimit(t.Context(), store.TenantLimit{Tenant: a, MaxRunning: 1}); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(time.Minute)
+	got = ids(claimAll(t, s, "w3", later, time.Minute))
+	slices.Sort(got)
+	want = []string{as[1], as[2], bs.ID}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("claimed %v on expired leases, want %v: the running runs, no queued run of A", got, want)
+	}
+	limits, err := l.TenantLimits(t.Context())
+	if err != nil || !slices.Contains(limits, store.TenantLimit{Tenant: a, MaxRunning: 1}) {
+		t.Errorf("TenantLimits: %v (%v), want %s at 1", limits, err, a)
+	}
+	if err := l.SetTenantLimit(t.Context(), store.TenantLimit{Tenant: a}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimAll(t, s, "w4", later, time.Hour); len(got) != 2 {
+		t.Errorf("claimed %v once A's cap was removed, want its 2 queued runs", ids(got))
+	}
+}
+
+// Workers claiming at once never run more of a tenant than its cap.
+func testClaimTenantCapConcurrent(t *testing.T, s store.Store) {
+	l := tenantLimiter(t, s)
+	a := uniq("tenant-a")
+	if err := l.SetTenantLimit(t.Context(), store.TenantLimit{Tenant: a, MaxRunning: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		newRun(t, s, store.CreateRunParams{Tenant: a, Now: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		claimed int
+	)
+	for w := range 6 {
+		wg.Go(func() {
+			runs, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: fmt.Sprintf("w%d", w), Now: t0.Add(time.Second),
+				TTL: time.Hour, Limit: 2})
+			if err != nil {
+				t.Errorf("ClaimRuns: %v", err)
+			}
+			mu.Lock()
+			claimed += len(runs)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if claimed != 3 {
+		t.Errorf("6 workers claiming at once took %d runs of a tenant capped at 3", claimed)
 	}
 }

@@ -37,3 +37,11 @@ CREATE TABLE rate_buckets (
     updated_at    bigint NOT NULL,
     blocked_until bigint NOT NULL
 );
+
+-- The most runs of a tenant in a step at once, across every worker: a claim
+-- takes none of the tenant's queued or paused runs while it has as many
+-- running. A tenant without a row has no cap.
+CREATE TABLE tenant_limits (
+    tenant      text NOT NULL PRIMARY KEY,
+    max_running integer NOT NULL
+);

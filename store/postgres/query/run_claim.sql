@@ -11,6 +11,8 @@
 -- the fewest runs running, counting those the claim takes before it;
 -- between tenants with as many, the run due first. A tenant with a deep
 -- backlog so never holds back another's first run for more than one claim.
+-- A tenant with a cap (tenant_limits) gets none while it has as many
+-- running.
 --
 -- A queued or paused run with a concurrency key is due only while its key
 -- has room: fewer running runs of its tenant with that key than its limit
@@ -74,11 +76,13 @@ WITH RECURSIVE tenants AS (
     UNION ALL
     SELECT * FROM later
 ), held AS (
-    -- How many runs of each tenant are running: its share of the workers.
-    SELECT d.tenant, (SELECT count(*) FROM runs h WHERE h.status = 'running' AND h.tenant = d.tenant) AS running
+    -- How many runs of each tenant are running: its share of the workers;
+    -- and its cap, if it has one (0: none).
+    SELECT d.tenant, (SELECT count(*) FROM runs h WHERE h.status = 'running' AND h.tenant = d.tenant) AS running,
+        coalesce((SELECT l.max_running FROM tenant_limits l WHERE l.tenant = d.tenant), 0) AS max_running
     FROM (SELECT DISTINCT tenant FROM due) d
 ), ranked AS (
-    SELECT due.*,
+    SELECT due.*, held.max_running,
         held.running + row_number() OVER (PARTITION BY due.tenant
             ORDER BY expired DESC, priority DESC, changed_at, id) - 1 AS load,
         -- Of the due runs of one key, only as many as it has room for.
@@ -88,10 +92,13 @@ WITH RECURSIVE tenants AS (
 ), fits AS (
     SELECT id, changed_at, taken_from, expired, load
     FROM ranked d
-    WHERE concurrency_key = '' OR expired
+    -- A tenant at its cap gets no more runs; a run on an expired lease is
+    -- running already.
+    WHERE (expired OR max_running = 0 OR load < max_running)
+        AND (concurrency_key = '' OR expired
         OR nth + (SELECT count(*) FROM runs h
             WHERE h.status = 'running'
-                AND h.tenant = d.tenant AND h.concurrency_key = d.concurrency_key) <= concurrency_limit
+                AND h.tenant = d.tenant AND h.concurrency_key = d.concurrency_key) <= concurrency_limit)
     ORDER BY expired DESC, CASE WHEN expired THEN 0 ELSE load END, changed_at, id
     LIMIT @limit
 ), claimed AS (

@@ -28,4 +28,12 @@ CREATE TABLE rate_buckets (
     blocked_until INTEGER NOT NULL
 ) STRICT;
 
+-- The most runs of a tenant in a step at once, across every worker: a claim
+-- takes none of the tenant's queued or paused runs while it has as many
+-- running. A tenant without a row has no cap.
+CREATE TABLE tenant_limits (
+    tenant      TEXT NOT NULL PRIMARY KEY,
+    max_running INTEGER NOT NULL
+) STRICT;
+
 PRAGMA user_version = 13;
