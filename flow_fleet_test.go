@@ -126,3 +126,106 @@ func TestConcurrencyKeysHoldAcrossWorkerProcesses(t *testing.T) {
 		})
 	}
 }
+
+// Worker processes of one store, with workers to spare, run a tenant capped
+// at 2 runs at once: at no moment are more than 2 of its runs in a step,
+// whichever processes claimed them, as the runs' traces show. On one
+// SQLite file and on PostgreSQL.
+func TestTenantCapHoldsAcrossWorkerProcesses(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			const capped = 2
+			runs := 30
+			if testing.Short() {
+				runs = 12
+			}
+			cfg, st := faultStore(t, kind)
+			bank := newFaultBank(t)
+			cfg.Bank = bank.srv.URL
+			cfg.TTL = 30 * time.Second
+			cfg.Tools = []toolKind{honorsKey}
+			cfg.Workers = 4
+			cfg.ModelWait = [2]time.Duration{5 * time.Millisecond, 20 * time.Millisecond}
+			cfg.Timeout = 5 * time.Second
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+			defer cancel()
+			if err := st.(store.TenantLimiter).SetTenantLimit(ctx, store.TenantLimit{Tenant: "acme", MaxRunning: capped}); err != nil {
+				t.Fatal(err)
+			}
+			starter, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{faultAgent(cfg, io.Discard)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for i := range runs {
+				run, _, err := starter.StartRun(ctx, belay.RunRequest{Agent: "charger", Tenant: "acme",
+					User: fmt.Sprintf("u%d", i), Input: "charge"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, run.ID)
+			}
+			for i := range 3 {
+				c := cfg
+				c.Name = fmt.Sprintf("w%d", i+1)
+				w := startFaultWorker(t, c)
+				if _, _, err := w.waitMark(ctx, 0, "ready"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = testrun.WaitUntil(ctx, func() bool {
+				for _, id := range ids {
+					if r, err := st.GetRun(ctx, "", id); err != nil || r.Status != store.StatusDone {
+						return false
+					}
+				}
+				return true
+			})
+			if err != nil {
+				t.Fatalf("not every run done: %v", err)
+			}
+			// Every start and end of a hold, in time order: the most holds
+			// open at once is the most runs in a step at once.
+			type edge struct {
+				at   time.Time
+				open int
+			}
+			var edges []edge
+			owners := map[string]bool{}
+			for _, id := range ids {
+				es, err := st.Events(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range es {
+					switch e.Type {
+					case store.EventClaimed:
+						d, _ := store.DecodeEvent[store.ClaimedData](e)
+						owners[d.Owner] = true
+						edges = append(edges, edge{e.Time, 1})
+					case store.EventStop, store.EventReleased:
+						edges = append(edges, edge{e.Time, -1})
+					}
+				}
+			}
+			slices.SortFunc(edges, func(a, b edge) int {
+				if c := a.at.Compare(b.at); c != 0 {
+					return c
+				}
+				return a.open - b.open // an end before a start at the same instant
+			})
+			open, most := 0, 0
+			for _, e := range edges {
+				open += e.open
+				most = max(most, open)
+			}
+			if most > capped {
+				t.Errorf("%d runs of the tenant in a step at once, cap %d", most, capped)
+			}
+			if most < capped || len(owners) < 2 {
+				t.Errorf("at most %d at once, claimed by %d process(es): the fleet never reached the cap", most, len(owners))
+			}
+		})
+	}
+}
