@@ -229,3 +229,87 @@ func TestTenantCapHoldsAcrossWorkerProcesses(t *testing.T) {
 		})
 	}
 }
+
+// Worker processes of one store share a provider's requests per minute:
+// together they make no more model calls than the bucket holds and has
+// refilled, and the runs it refuses wait paused for it. On one SQLite file
+// and on PostgreSQL.
+func TestProviderLimitHoldsAcrossWorkerProcesses(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			const perMinute = 10
+			cfg, st := faultStore(t, kind)
+			bank := newFaultBank(t)
+			cfg.Bank = bank.srv.URL
+			cfg.TTL = 30 * time.Second
+			cfg.Tools = []toolKind{honorsKey}
+			cfg.Workers = 4
+			cfg.Timeout = 5 * time.Second
+			cfg.Limits = []belay.ProviderLimit{{Name: "acct", RequestsPerMinute: perMinute}}
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			starter, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{faultAgent(cfg, io.Discard)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for i := range 20 {
+				run, _, err := starter.StartRun(ctx, belay.RunRequest{Agent: "charger", User: fmt.Sprintf("u%d", i), Input: "charge"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, run.ID)
+			}
+			start := time.Now()
+			for i := range 3 {
+				c := cfg
+				c.Name = fmt.Sprintf("w%d", i+1)
+				startFaultWorker(t, c)
+			}
+			// Every run has had its turn: each is done, or paused for the
+			// limit.
+			var limited int
+			err = testrun.WaitUntil(ctx, func() bool {
+				limited = 0
+				for _, id := range ids {
+					r, err := st.GetRun(ctx, "", id)
+					if err != nil {
+						return false
+					}
+					switch {
+					case r.Status == store.StatusPaused && r.StopReason == "provider_limit":
+						limited++
+					case r.Status != store.StatusDone:
+						return false
+					}
+				}
+				return true
+			})
+			if err != nil {
+				t.Fatalf("runs neither done nor waiting for the limit: %v", err)
+			}
+			elapsed := time.Since(start)
+			calls := 0
+			for _, id := range ids {
+				es, err := st.Events(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range es {
+					if e.Type == store.EventModelCall {
+						calls++
+					}
+				}
+			}
+			// The bucket holds a minute's worth and refills at its rate.
+			allowed := perMinute + int(elapsed.Minutes()*perMinute) + 1
+			if calls > allowed {
+				t.Errorf("%d model calls in %v across the fleet, the limit allows %d", calls, elapsed.Round(time.Millisecond), allowed)
+			}
+			if limited == 0 {
+				t.Errorf("no run waits for the limit after %d calls: 20 runs need 40", calls)
+			}
+		})
+	}
+}
