@@ -78,6 +78,9 @@ type Agent struct {
 	// run asks a person of a role a question and waits, holding no lease,
 	// for the answer (Operator.PostResult). Default nil.
 	People *People
+	// Limits are the provider limits the agent's model calls are held to,
+	// shared through the store by every worker. Default: none.
+	Limits []ProviderLimit
 
 	tools map[string]*Tool
 	// sensitive is what each run of the agent records of its tools'
@@ -208,6 +211,10 @@ func (a *Agent) hash() string {
 		// Deferred is left out when false, so that the versions of agents
 		// without a deferred tool are what they were.
 		Deferred bool `json:",omitempty"`
+		// Scope changes the keys of the tool's calls: a run is not resumed
+		// into another scope. Omitted when it is the default, so that
+		// versions from before it stay as they were.
+		Scope EffectScope `json:",omitempty"`
 	}
 	def := struct {
 		Model        string
@@ -226,7 +233,7 @@ func (a *Agent) hash() string {
 		def.Fallback = a.Fallback.Name()
 	}
 	for _, t := range a.Tools {
-		def.Tools = append(def.Tools, toolDef{t.Name, t.Description, t.InputSchema, t.Effect, t.KeyFields, t.Deferred != nil})
+		def.Tools = append(def.Tools, toolDef{t.Name, t.Description, t.InputSchema, t.Effect, t.KeyFields, t.Deferred != nil, t.Scope})
 	}
 	b, _ := json.Marshal(def)
 	sum := sha256.Sum256(b)

@@ -167,6 +167,8 @@ type faultConfig struct {
 	Timeout    time.Duration    `json:"timeout"`
 	// Agent is "conversation" for conversationAgent, else faultAgent.
 	Agent string `json:"agent,omitempty"`
+	// Limits are the agent's provider limits.
+	Limits []belay.ProviderLimit `json:"limits"`
 }
 
 const faultMarker = "FAULTPOINT"
@@ -276,7 +278,7 @@ func faultAgent(cfg faultConfig, out io.Writer) *belay.Agent {
 		return belay.Decision{Verdict: belay.Allow}, nil
 	}
 	return &belay.Agent{Name: "charger", Model: slowModel{scripted.Func(script), cfg.ModelWait, mark},
-		Tools: tools, Prices: scripted.Prices, Policy: allow, PolicyVersion: "allow-all",
+		Tools: tools, Prices: scripted.Prices, Policy: allow, PolicyVersion: "allow-all", Limits: cfg.Limits,
 		Requirements: []belay.Requirement{{Name: "every charge landed", Check: func(ctx context.Context, run belay.RunInfo) (bool, error) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Bank+"/runs/"+run.ID, nil)
 			res, err := client.Do(req)

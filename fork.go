@@ -118,7 +118,9 @@ func (op *Operator) Fork(ctx context.Context, parentID string, o ForkOptions) (s
 	p := store.ForkRunParams{
 		Run: store.CreateRunParams{ID: id, Tenant: parent.Tenant, User: parent.User, Agent: parent.Agent,
 			AgentVersion: parent.AgentVersion, Input: history.input, DryRun: parent.DryRun, RequestedBy: o.By,
-			Budget: parent.Budget, Sensitive: parent.Sensitive, Now: now, Events: events},
+			Budget: parent.Budget, Sensitive: parent.Sensitive, Now: now, Events: events,
+			// The fork acts on what its parent acted on: it shares its key.
+			ConcurrencyKey: parent.ConcurrencyKey, ConcurrencyLimit: parent.ConcurrencyLimit, Priority: parent.Priority},
 		Step: o.AtStep, InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens,
 		ModelCalls: usage.ModelCalls, CostNanoUSD: usage.CostNanoUSD,
 		Plan: planJSON, Guard: guardJSON, Messages: history.msgs, Effects: carried,

@@ -53,7 +53,7 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 	if err != nil {
 		return x.toolError(use, err.Error()), nil
 	}
-	key := ledger.Key(x.run.ID, tool.Name, keyArgs)
+	key := x.effectKey(tool, keyArgs)
 	if x.run.DryRun {
 		out, _ := json.Marshal(map[string]any{"ok": true, "dry_run": true,
 			"would_have": fmt.Sprintf("called %s with %s", tool.Name, compactJSON(tool.redact(allArgs)))})
@@ -62,12 +62,18 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 	x.emit(store.EventIntent, store.IntentData{Tool: tool.Name, Key: key, Effect: string(tool.Effect)})
 	intentEvents := x.takeEvents()
 	now := x.r.cfg.now()
+	argsHash := ledger.Hash(allArgs)
+	if tool.Scope == ScopeTenant {
+		// Across runs the key fields are the intent: another run's reason
+		// worded otherwise is the same refund of the same charge.
+		argsHash = ledger.Hash(keyArgs)
+	}
 	eff, existed, err := x.r.store.BeginEffect(ctx, store.BeginEffectParams{
 		Fence: x.fence(), Now: now,
 		// The ledger keeps the arguments as readers may see them; the key and
 		// the hash are of the exact ones.
 		Effect: store.Effect{Tenant: x.run.Tenant, Key: key, RunID: x.run.ID, Tool: tool.Name,
-			ArgsHash: ledger.Hash(allArgs), Args: tool.redact(allArgs), Step: x.run.Step, InFlightUntil: inFlightUntil(tool, now)},
+			ArgsHash: argsHash, Args: tool.redact(allArgs), Step: x.run.Step, InFlightUntil: inFlightUntil(tool, now)},
 		LeaseExpires: now.Add(x.r.cfg.LeaseTTL),
 		Events:       intentEvents,
 	})
@@ -75,6 +81,11 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 		// The write that carried the step's queued events was refused: they
 		// go with the next one, all but the intent, which was not recorded.
 		x.events = append(intentEvents[:len(intentEvents)-1], x.events...)
+		if tool.Scope == ScopeTenant {
+			return x.toolError(use, fmt.Sprintf(
+				"%s was already called for the same intent (key %s), by this run or an earlier one, with different arguments; nothing was executed. "+
+					"Use the earlier result, or if this is a separate action, say so to a person", tool.Name, key)), nil
+		}
 		return x.toolError(use, fmt.Sprintf(
 			"%s was already called in this run for the same intent (key %s) with different arguments; nothing was executed. "+
 				"Use the earlier result, or if this is a separate action, say so to a person", tool.Name, key)), nil
@@ -87,6 +98,13 @@ func (x *execution) callSideEffect(ctx context.Context, tool *Tool, use model.Bl
 	call := sideEffect{tool: tool, use: use, key: key, attempts: eff.Attempts, recorded: !existed,
 		notAfter: now.Add(tool.Timeout)}
 	switch {
+	case existed && eff.RunID != x.run.ID && eff.State == store.EffectDone:
+		x.emit(store.EventEffectReused, store.EffectData{Tool: tool.Name, Key: key, EarlierRun: eff.RunID})
+		return x.toolResult(use, earlierRunResult(tool.Name, eff), false), nil
+	case existed && eff.RunID != x.run.ID:
+		// Another run's call under the key has no recorded outcome yet: it
+		// may be in flight, or wait for a person. Never a second call.
+		return model.Block{}, x.awaitOtherRun(ctx, call, eff)
 	case existed && eff.State == store.EffectDone:
 		x.emit(store.EventEffectReused, store.EffectData{Tool: tool.Name, Key: key})
 		return x.toolResult(use, eff.Result, false), nil

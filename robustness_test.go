@@ -650,6 +650,7 @@ func TestFailingModelBacksOffThenWaitsForAPerson(t *testing.T) {
 		return scripted.Reply{Err: &model.Error{Class: model.ClassNetwork, Err: errors.New("stream cut short")}}, nil
 	})
 	rt := newRuntime(t, st, c, &Agent{Name: "a", Model: lost})
+	rt.cfg.rand = func(n int64) int64 { return n - 1 } // each wait the longest of its window
 	run, _, err := rt.StartRun(context.Background(), RunRequest{Agent: "a", User: "u", Input: "hi"})
 	if err != nil {
 		t.Fatal(err)

@@ -196,6 +196,9 @@ func New(cfg Config) (*Runtime, error) {
 		if err := a.prepare(); err != nil {
 			return nil, err
 		}
+		if err := r.checkLimits(a); err != nil {
+			return nil, err
+		}
 		if _, dup := r.agents[a.Name]; dup {
 			return nil, fmt.Errorf("config: two agents named %q", a.Name)
 		}
@@ -239,6 +242,18 @@ type RunRequest struct {
 	// created paused until that time (stop reason not_before), on the
 	// store's timer, and any worker claims it once it is due.
 	NotBefore time.Time
+	// ConcurrencyKey, if set, names what the run acts on (a customer, an
+	// order): at most ConcurrencyLimit runs of the tenant with the same key
+	// are in a step at once, across every worker of the store. The others
+	// stay queued, holding nothing, and are claimed as holders let go.
+	// Default: none.
+	ConcurrencyKey string
+	// ConcurrencyLimit is how many runs of ConcurrencyKey may run at once.
+	// Default 1.
+	ConcurrencyLimit int
+	// Priority orders the tenant's due runs: higher goes first. Tenants
+	// still take turns (see the README's Flow control). Default 0.
+	Priority int
 }
 
 // StartRun creates a queued run, or returns the existing run of the same
@@ -263,10 +278,14 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 	if err != nil {
 		return store.Run{}, false, fmt.Errorf("start run: %w", err)
 	}
+	if req.ConcurrencyLimit < 0 {
+		return store.Run{}, false, fmt.Errorf("start run: concurrency limit %d: want 0 (the default, one run at a time) or more", req.ConcurrencyLimit)
+	}
 	id := newRunID(now)
 	p := store.CreateRunParams{
 		ID: id, Tenant: req.Tenant, User: req.User, ClientRequestID: req.ClientRequestID,
 		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, RequestedBy: req.RequestedBy, Budget: budget,
+		ConcurrencyKey: req.ConcurrencyKey, ConcurrencyLimit: req.ConcurrencyLimit, Priority: req.Priority,
 		Sensitive: a.sensitive, NotBefore: req.NotBefore, Now: now,
 		Events: []store.Event{event(0, now, store.EventRunCreated, store.RunCreatedData{
 			Agent: a.Name, Version: a.Version, User: req.User, DryRun: req.DryRun})},

@@ -338,7 +338,9 @@ func TestModelFailuresPauseOrFail(t *testing.T) {
 		reason     string
 		resumeWait time.Duration
 	}{
-		{&model.Error{Class: model.ClassRateLimited, StatusCode: 429, RetryAfter: 20 * time.Second, Err: errors.New("slow down")}, store.StatusPaused, "rate_limited", 20 * time.Second},
+		// The provider's Retry-After, then the jittered backoff (its
+		// longest here: the test's jitter draws the top of the window).
+		{&model.Error{Class: model.ClassRateLimited, StatusCode: 429, RetryAfter: 20 * time.Second, Err: errors.New("slow down")}, store.StatusPaused, "rate_limited", 35 * time.Second},
 		{&model.Error{Class: model.ClassOverloaded, StatusCode: 529, Err: errors.New("overloaded")}, store.StatusPaused, "overloaded", 15 * time.Second},
 		{&model.Error{Class: model.ClassBadRequest, StatusCode: 400, Err: errors.New("tool_result without tool_use")}, store.StatusFailed, "model_error", 0},
 	}
@@ -356,6 +358,7 @@ func TestModelFailuresPauseOrFail(t *testing.T) {
 				return scripted.Reply{Text: "recovered"}, nil
 			})
 			rt := newRuntime(t, st, c, &Agent{Name: "a", Model: m})
+			rt.cfg.rand = func(n int64) int64 { return n - 1 }
 			run := startAndDrain(t, rt, RunRequest{Agent: "a", User: "u", Input: "hi"})
 			if run.Status != tc.status || run.StopReason != tc.reason {
 				t.Fatalf("run %s (%s), want %s (%s)", run.Status, run.StopReason, tc.status, tc.reason)

@@ -275,6 +275,9 @@ func (x *execution) think(ctx context.Context) error {
 	if over := x.checkBudget(ctx, budget, x.agent.Model, req); over != nil {
 		return x.escalate(ctx, store.StatusPaused, over.Reason, over.String(), nil, over)
 	}
+	if err := x.admit(ctx, x.agent.Model, req); err != nil {
+		return err
+	}
 	start := x.r.cfg.now()
 	used := x.agent.Model
 	resp, err := used.Generate(ctx, req)
@@ -354,9 +357,12 @@ func (x *execution) dryRunPlan() string {
 // modelFailed handles a model call that failed after the SDK's own retries:
 // load-related failures pause the run until later; a bad request fails it,
 // since sending it again cannot help.
-// A run whose model call failed for a reason waiting may cure waits
-// modelRetryBase, twice as long after each failure in a row up to
-// modelRetryMax, and after maxModelFailures in a row waits for a person.
+// A run whose model call failed for a reason waiting may cure waits a
+// random time up to modelRetryBase, up to twice as long after each failure
+// in a row, capped at modelRetryMax ("full jitter", so that the runs a
+// provider's outage paused together do not come back together), on top of
+// the provider's Retry-After if it gave one; after maxModelFailures in a row
+// it waits for a person.
 const (
 	modelRetryBase   = 15 * time.Second
 	modelRetryMax    = 10 * time.Minute
@@ -377,8 +383,11 @@ func (x *execution) modelFailed(ctx context.Context, err error) error {
 		return x.escalate(ctx, store.StatusPaused, "model_unavailable", fmt.Sprintf(
 			"the model failed %d times in a row, the last with: %v; resume the run once it answers again (belay resume %s)", n, err, x.run.ID), nil, nil)
 	}
-	wait := min(modelRetryBase<<(x.guard.ModelFailures-1), modelRetryMax)
-	wait = max(wait, me.RetryAfter)
+	window := min(modelRetryBase<<(x.guard.ModelFailures-1), modelRetryMax)
+	wait := me.RetryAfter + time.Duration(x.r.cfg.rand(int64(window)+1))
+	if me.Class == model.ClassRateLimited {
+		x.drainLimits(ctx, max(me.RetryAfter, modelRetryBase))
+	}
 	x.run.ResumeAfter = x.r.cfg.now().Add(wait)
 	detail := err.Error()
 	if me.Class == model.ClassOverloaded && x.agent.Fallback == nil {

@@ -56,6 +56,12 @@ type Tool struct {
 	// the same intent asked again under a new tool_use id maps to the same
 	// key. Default: all arguments.
 	KeyFields []string
+	// Scope says which runs share the intent of a side-effecting call.
+	// ScopeTenant (with KeyFields, say charge_id) derives the key without
+	// the run, so a second run asking for the same refund of the same
+	// charge gets the first run's recorded result, never a second call.
+	// Default ScopeRun.
+	Scope EffectScope
 	// HonorsKey declares that the downstream system deduplicates by the
 	// idempotency key the tool passes on, so calling again under the same key
 	// cannot apply the effect twice.
@@ -204,6 +210,9 @@ func (t *Tool) validate() error {
 	case Read, Write, Irreversible:
 	default:
 		return fmt.Errorf("tool %q: unknown effect class %q (want read, write or irreversible)", t.Name, t.Effect)
+	}
+	if err := t.checkScope(); err != nil {
+		return err
 	}
 	if t.Timeout == 0 {
 		t.Timeout = DefaultToolTimeout

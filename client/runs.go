@@ -63,6 +63,11 @@ type Run struct {
 	Escalation json.RawMessage `json:"escalation,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
 	UpdatedAt  time.Time       `json:"updated_at"`
+	// ConcurrencyKey, ConcurrencyLimit and Priority are as the run was
+	// started with them.
+	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
+	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
+	Priority         int    `json:"priority,omitempty"`
 }
 
 // RunRequest starts a run.
@@ -75,6 +80,13 @@ type RunRequest struct {
 	Input string `json:"input"`
 	// DryRun runs without side effects.
 	DryRun bool `json:"dry_run,omitempty"`
+	// ConcurrencyKey, if set, names what the run acts on (a customer, an
+	// order): at most ConcurrencyLimit (0 means 1) runs of the tenant with
+	// the key are in a step at once; the others stay queued.
+	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
+	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
+	// Priority orders the tenant's due runs: higher first.
+	Priority int `json:"priority,omitempty"`
 	// IdempotencyKey names the run: one run per (tenant, user, key). Give
 	// your own (a ticket's id) to make a create safe to repeat across
 	// processes; when empty a random one is made. Either way it is kept

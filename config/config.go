@@ -122,6 +122,17 @@ type Agent struct {
 	// calling tools; a run is done only if all hold. Without any, a run ends
 	// done with stop reason no_requirements.
 	Requirements []Requirement `yaml:"requirements"`
+	// Limits are the provider limits the agent's model calls are held to,
+	// shared by every worker of the store (belay.ProviderLimit).
+	Limits []Limit `yaml:"limits"`
+}
+
+// Limit is belay.ProviderLimit in a file: a provider account's requests
+// and tokens per minute, shared by the agents that name it.
+type Limit struct {
+	Name              string  `yaml:"name"`
+	RequestsPerMinute float64 `yaml:"requests_per_minute"`
+	TokensPerMinute   float64 `yaml:"tokens_per_minute"`
 }
 
 // Model says which model answers and how its client retries.
@@ -263,6 +274,11 @@ func (f *File) check(data []byte) error {
 				fail(at+".fallback", "needs a provider (%s) and a name", strings.Join(providers, ", "))
 			}
 		}
+		for j, l := range a.Limits {
+			if l.Name == "" || l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || (l.RequestsPerMinute == 0 && l.TokensPerMinute == 0) {
+				fail(fmt.Sprintf("%s.limits[%d]", at, j), "needs a name and requests_per_minute or tokens_per_minute above 0")
+			}
+		}
 		if a.Budget.MaxUSD > 0 {
 			if _, ok := a.Prices[a.Model.Name]; !ok {
 				fail(at+".budget", "max_usd needs a price for %q under prices; without one its calls would count as free", a.Model.Name)
@@ -360,6 +376,10 @@ func (f *File) BuildWith(ctx context.Context, p BuildParams) (agents []*belay.Ag
 			MaxOutputTokens: a.MaxOutputTokens,
 			Budget: belay.Budget{MaxTurns: a.Budget.MaxTurns, MaxInputTokens: a.Budget.MaxInputTokens,
 				MaxOutputTokens: a.Budget.MaxOutputTokens, MaxUSD: a.Budget.MaxUSD, Deadline: a.Budget.Deadline.D}}
+		for _, l := range a.Limits {
+			agent.Limits = append(agent.Limits, belay.ProviderLimit{Name: l.Name, RequestsPerMinute: l.RequestsPerMinute,
+				TokensPerMinute: l.TokensPerMinute})
+		}
 		byName := map[string]*mcp.Client{}
 		for _, s := range a.MCPServers {
 			srv := mcp.Server{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Prefix: s.Prefix,

@@ -21,6 +21,7 @@ const good = `agents:
       You are a support agent.
     policy: policy.yaml
     budget: {max_turns: 30, max_usd: 0.50, deadline: 10m}
+    limits: [{name: anthropic-prod, requests_per_minute: 4000, tokens_per_minute: 400000}]
 `
 
 const policyFile = `name: p
@@ -63,6 +64,9 @@ func TestBuildAgentsFromAFile(t *testing.T) {
 		a.PolicyVersion != "p@7" || !strings.Contains(a.Instructions, "support agent") || a.Prices["claude-sonnet-4-5"].OutputPerMTok != 15 {
 		t.Errorf("agent %+v", a)
 	}
+	if len(a.Limits) != 1 || a.Limits[0].Name != "anthropic-prod" || a.Limits[0].RequestsPerMinute != 4000 || a.Limits[0].TokensPerMinute != 400000 {
+		t.Errorf("limits %+v", a.Limits)
+	}
 }
 
 func TestMistakesNameTheFileLineAndField(t *testing.T) {
@@ -75,6 +79,7 @@ func TestMistakesNameTheFileLineAndField(t *testing.T) {
 		"mcp both":      {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        command: [y]\n", `belay.yaml:5: agents[0].mcp_servers[0]: set either command`},
 		"bad effect":    {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        tools:\n          t: {effect: dangerous}\n", `agents[0].mcp_servers[0].tools.t.effect: "dangerous" is not one of read, write, irreversible`},
 		"no agents":     {"agents: []\n", `belay.yaml:`},
+		"empty limit":   {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    limits: [{name: acct}]\n", `agents[0].limits[0]: needs a name and requests_per_minute or tokens_per_minute above 0`},
 	}
 	for name, tc := range cases {
 		_, err := Parse("belay.yaml", []byte(tc.yaml))

@@ -109,10 +109,13 @@ func (s *Server) apiRoutes(mux routeMux) {
 // --- runs ---
 
 type runRequest struct {
-	Agent  string `json:"agent"`
-	User   string `json:"user"`
-	Input  string `json:"input"`
-	DryRun bool   `json:"dry_run,omitempty"`
+	Agent            string `json:"agent"`
+	User             string `json:"user"`
+	Input            string `json:"input"`
+	DryRun           bool   `json:"dry_run,omitempty"`
+	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
+	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
+	Priority         int    `json:"priority,omitempty"`
 }
 
 const maxInput = 64 << 10
@@ -139,6 +142,12 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, p Principal) 
 		return errBadRequest("invalid_field", "input is required: what the user asks")
 	case len(req.Input) > maxInput || !utf8.ValidString(req.Input):
 		return errBadRequest("invalid_field", "input must be UTF-8 text of at most %d bytes", maxInput)
+	case len(req.ConcurrencyKey) > 200 || !utf8.ValidString(req.ConcurrencyKey):
+		return errBadRequest("invalid_field", "concurrency_key must be UTF-8 text of at most 200 bytes")
+	case req.ConcurrencyLimit < 0 || req.ConcurrencyLimit > 10000:
+		return errBadRequest("invalid_field", "concurrency_limit must be from 0 (the default, one run at a time) to 10000")
+	case req.Priority < -1000 || req.Priority > 1000:
+		return errBadRequest("invalid_field", "priority must be from -1000 to 1000 (higher goes first; default 0)")
 	}
 	if _, ok := s.rt.Agent(req.Agent); !ok {
 		return &apiError{status: http.StatusUnprocessableEntity, Code: "unknown_agent",
@@ -165,7 +174,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, p Principal) 
 		s.beforeCreate()
 	}
 	run, created, err := s.rt.StartRun(r.Context(), belay.RunRequest{Agent: req.Agent, Tenant: p.Tenant, User: req.User,
-		ClientRequestID: key, Input: req.Input, DryRun: req.DryRun, RequestedBy: p.Identity()})
+		ClientRequestID: key, Input: req.Input, DryRun: req.DryRun, RequestedBy: p.Identity(),
+		ConcurrencyKey: req.ConcurrencyKey, ConcurrencyLimit: req.ConcurrencyLimit, Priority: req.Priority})
 	if err != nil {
 		return err
 	}
@@ -205,14 +215,23 @@ type runView struct {
 	Escalation   json.RawMessage `json:"escalation,omitempty"`
 	CreatedAt    time.Time       `json:"created_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
+	// ConcurrencyKey and Priority are the run's place in the queue.
+	ConcurrencyKey   string `json:"concurrency_key,omitempty"`
+	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
+	Priority         int    `json:"priority,omitempty"`
 }
 
 func (s *Server) runView(r store.Run) runView {
-	return runView{ID: r.ID, Agent: r.Agent, AgentVersion: r.AgentVersion, User: r.User, RequestedBy: r.RequestedBy,
+	v := runView{ID: r.ID, Agent: r.Agent, AgentVersion: r.AgentVersion, User: r.User, RequestedBy: r.RequestedBy,
 		Status: r.Status, Input: r.Input, DryRun: r.DryRun, Steps: r.Step, InputTokens: r.InputTokens,
 		OutputTokens: r.OutputTokens, ModelCalls: r.ModelCalls, CostUSD: model.Nanodollars(r.CostNanoUSD).Dollars(),
 		Plan: validJSON(r.Plan), StopReason: r.StopReason, StopDetail: r.StopDetail, Final: r.Final,
-		Escalation: validJSON(r.Escalation), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Escalation: validJSON(r.Escalation), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		ConcurrencyKey: r.ConcurrencyKey, Priority: r.Priority}
+	if r.ConcurrencyKey != "" {
+		v.ConcurrencyLimit = r.ConcurrencyLimit
+	}
+	return v
 }
 
 func validJSON(b []byte) json.RawMessage {

@@ -166,7 +166,7 @@ func TestRequestValidation(t *testing.T) {
 		want int
 		code string
 	}{
-		{"unknown field", `{"agent":"support","user":"u","input":"x","priority":1}`, "application/json", 400, "invalid_body"},
+		{"unknown field", `{"agent":"support","user":"u","input":"x","urgency":1}`, "application/json", 400, "invalid_body"},
 		{"not JSON", `{"agent":`, "application/json", 400, "invalid_body"},
 		{"trailing data", `{"agent":"support","user":"u","input":"x"} {}`, "application/json", 400, "invalid_body"},
 		{"empty", ``, "application/json", 400, "invalid_body"},

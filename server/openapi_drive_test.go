@@ -173,6 +173,9 @@ func (d *driver) driveRuns(op, both, approver string) {
 		{"agent": "support", "user": strings.Repeat("u", 201), "input": input},
 		{"agent": "support", "user": "ada", "input": "   "},
 		{"agent": "support", "user": "ada", "input": strings.Repeat("i", 64<<10+1)},
+		{"agent": "support", "user": "ada", "input": input, "concurrency_key": strings.Repeat("k", 201)},
+		{"agent": "support", "user": "ada", "input": input, "concurrency_key": "c", "concurrency_limit": -1},
+		{"agent": "support", "user": "ada", "input": input, "priority": 1001},
 	} {
 		d.expect(create("T-3", bad), 400, "invalid_field")
 	}

@@ -188,6 +188,9 @@ type IntentData struct {
 type EffectData struct {
 	Key  string `json:"key"`
 	Tool string `json:"tool"`
+	// EarlierRun is the run that did the effect, when it was another run
+	// (a tool of ScopeTenant).
+	EarlierRun string `json:"earlier_run,omitempty"`
 }
 
 // EffectUnknownData is an effect_unknown event: the call's error, and

@@ -26,7 +26,19 @@ func (p CreateRunParams) Check() error {
 	if p.ID == "" {
 		return errors.New("empty id")
 	}
+	if p.ConcurrencyLimit < 0 {
+		return fmt.Errorf("concurrency limit %d: want 0 (one run at a time) or more", p.ConcurrencyLimit)
+	}
 	return nil
+}
+
+// RunConcurrencyLimit is the limit a run created with p holds its key to:
+// ConcurrencyLimit, or 1 when it is 0; 0 for a run without a key.
+func (p CreateRunParams) RunConcurrencyLimit() int {
+	if p.ConcurrencyKey == "" {
+		return 0
+	}
+	return max(p.ConcurrencyLimit, 1)
 }
 
 // Check returns why p cannot be written whatever the run's state, or nil:

@@ -241,6 +241,15 @@ type Run struct {
 	// Escalation is the packet a person acts on when the run stopped for
 	// one, opaque JSON owned by the runtime.
 	Escalation json.RawMessage
+	// ConcurrencyKey, if not empty, names what the run acts on (a customer,
+	// an order): at most ConcurrencyLimit runs of one tenant with the same
+	// key are running at once, across every worker of the store; the others
+	// stay due and are claimed when a holder lets go. ConcurrencyLimit is 0
+	// for a run without a key.
+	ConcurrencyKey   string
+	ConcurrencyLimit int
+	// Priority orders the due runs of a tenant: higher first.
+	Priority int
 	// Sensitive are the secret arguments of the run's tools, by tool name,
 	// as the agent version that started the run declared them: what every
 	// reader redacts by, with or without the agent's code. Nil for a run
@@ -368,6 +377,12 @@ type CreateRunParams struct {
 	DryRun          bool
 	RequestedBy     string
 	Budget          json.RawMessage
+	// ConcurrencyKey, if not empty, caps the runs of the tenant with this
+	// key that are running at once at ConcurrencyLimit (0 means 1).
+	ConcurrencyKey   string
+	ConcurrencyLimit int
+	// Priority orders the due runs of the tenant: higher first.
+	Priority int
 	// Sensitive are the secret arguments of the agent's tools, by tool
 	// name; nil records that none has any.
 	Sensitive map[string]SensitiveArgs
@@ -397,6 +412,10 @@ type ListRunsParams struct {
 
 // ClaimRunsParams claims up to Limit due runs: queued runs, running runs
 // whose lease has expired, and paused runs whose ResumeAfter has passed.
+// A queued or paused run with a ConcurrencyKey is due only while fewer
+// than its ConcurrencyLimit runs of its tenant with that key are running
+// (a running run keeps its place until it lets go, even on an expired
+// lease); a claim never takes more of one key than the key has room for.
 type ClaimRunsParams struct {
 	Owner string
 	Now   time.Time

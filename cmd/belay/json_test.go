@@ -204,6 +204,7 @@ func TestEveryCommandPrintsJSONLines(t *testing.T) {
 		{args: []string{"killswitch", "on", "--tenant", "acme", "--reason", "provider incident"}},
 		{args: []string{"killswitch", "status"}},
 		{args: []string{"killswitch", "off", "--tenant", "acme"}},
+		{args: []string{"tenant-limit", "--tenant", "acme", "--max-running", "5"}},
 		{args: []string{"start", "--tenant", "acme", "--user", "ada", "--request-id", "T-9", "--input", "I was charged twice"}},
 		{args: []string{"approve", d.pending[0], "--as", "human:maya"}},
 		{args: []string{"reject", d.pending[1], "--note", "disputed", "--as", "human:maya"}},

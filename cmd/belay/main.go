@@ -73,6 +73,7 @@ func commands() []command {
 		{name: "replay", summary: "replay recorded runs on another model or version in a sandbox and compare their side effects", run: runReplay},
 		{name: "resolve", summary: "answer an unknown outcome: the side effect happened (--applied) or not", run: runResolve},
 		{name: "killswitch", summary: "stop or restart model calls for a tenant or everyone", run: runKillSwitch},
+		{name: "tenant-limit", summary: "cap a tenant's runs in a step at once, across workers (or list the caps)", run: runTenantLimit},
 		{name: "prune", summary: "delete runs that ended longer ago than --older-than, with all they own", run: runPrune},
 		{name: "backup", summary: "write a consistent copy of the SQLite database while workers go on", run: runBackup},
 		{name: "check", summary: "run SQLite's integrity check over the database file; exit status 1 if it is damaged", run: runCheck},

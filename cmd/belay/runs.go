@@ -61,6 +61,11 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tSTEPS\tMODEL CALLS\tCOST USD\tSTOP REASON\tCREATED")
 	for _, r := range runs {
 		stop := r.StopReason
+		if r.Status == store.StatusQueued && r.ConcurrencyKey != "" {
+			// A queued run of a key waits, if it waits, for the key's
+			// holders to let go.
+			stop = "key " + r.ConcurrencyKey
+		}
 		if stop == "" {
 			stop = "-"
 		}
@@ -109,6 +114,10 @@ type runJSON struct {
 	StopReason   string       `json:"stop_reason"`
 	CreatedAt    time.Time    `json:"created_at"`
 	UpdatedAt    time.Time    `json:"updated_at"`
+	// ConcurrencyKey and Priority are the run's place in the queue, when
+	// it was started with them.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	Priority       int    `json:"priority,omitempty"`
 }
 
 func runSummary(r store.Run) runJSON {
@@ -118,6 +127,7 @@ func runSummary(r store.Run) runJSON {
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CostUSD: model.Nanodollars(r.CostNanoUSD).Dollars(), StopReason: r.StopReason,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		ConcurrencyKey: r.ConcurrencyKey, Priority: r.Priority,
 	}
 }
 

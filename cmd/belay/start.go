@@ -17,13 +17,17 @@ import (
 )
 
 const startUsage = `usage: belay start --input TEXT [--user U] [--request-id ID] [--tenant T] [--agent NAME] [--config FILE] [--db PATH]
+                   [--concurrency-key K [--concurrency-limit N]] [--priority P]
 
 Queues a run for belay serve to execute. With --request-id the request is
 idempotent: the same (tenant, user, request id) and input name the same run;
 another input under a used request id is refused.
 The run belongs to --tenant T, and only T's API keys see it in the console
 and the API. Without --tenant it is tenant default, which start refuses to
-guess when API keys belong to other tenants: name the tenant then.`
+guess when API keys belong to other tenants: name the tenant then.
+With --concurrency-key K at most N (default 1) runs of the tenant with key K
+are in a step at once, across every worker; the others wait queued.
+--priority orders the tenant's due runs, higher first.`
 
 // runStart queues a run for a worker (belay serve) to execute. Asking again
 // with the same --request-id returns the same run.
@@ -36,6 +40,9 @@ func runStart(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	user := fs.String("user", "", "user the run acts for")
 	requestID := fs.String("request-id", "", "client request id: one run per (tenant, user, request id)")
 	input := fs.String("input", "", "the user's message")
+	concurrencyKey := fs.String("concurrency-key", "", "what the run acts on (a customer, an order): runs of one key take turns")
+	concurrencyLimit := fs.Int("concurrency-limit", 0, "how many runs of --concurrency-key may run at once (default 1)")
+	priority := fs.Int("priority", 0, "higher goes first among the tenant's due runs")
 	asJSON := jsonFlag(fs, "the run, one object")
 	if err := fs.parseNone(args); err != nil {
 		return err
@@ -75,7 +82,8 @@ func runStart(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	run, created, err := rt.StartRun(ctx, belay.RunRequest{Agent: *agentName, Tenant: runTenant, User: *user,
-		ClientRequestID: *requestID, Input: *input})
+		ClientRequestID: *requestID, Input: *input,
+		ConcurrencyKey: *concurrencyKey, ConcurrencyLimit: *concurrencyLimit, Priority: *priority})
 	if err != nil {
 		return err
 	}

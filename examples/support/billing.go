@@ -220,6 +220,19 @@ func (w *World) RefundsOf(ctx context.Context, chargeID string) ([]Refund, error
 	return []Refund{r}, nil
 }
 
+// RefundRequests counts the refund requests for a charge that carried an
+// idempotency key of their own: what reached the payment processor, as it
+// records it, whatever it did with them (a charge is refunded once).
+func (w *World) RefundRequests(ctx context.Context, chargeID string) (int, error) {
+	var n int
+	err := w.db.QueryRowContext(ctx, `SELECT count(*) FROM refund_keys k
+		JOIN refunds r ON r.id = k.refund_id WHERE r.charge_id = ?`, chargeID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("refund requests of charge %s: %w", chargeID, err)
+	}
+	return n, nil
+}
+
 // querier is what reads need from a *sql.DB or a *sql.Tx.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

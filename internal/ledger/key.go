@@ -139,6 +139,14 @@ func Key(runID, tool string, canonicalArgs []byte) string {
 	return runID + ":" + tool + ":" + Hash(canonicalArgs)[:24]
 }
 
+// TenantKey derives the idempotency key of a side effect scoped to its
+// tenant: tool and the hash of the canonical business arguments, without
+// the run, so every run of the tenant asking for the same effect derives
+// the same key. The ledger keeps keys per tenant.
+func TenantKey(tool string, canonicalArgs []byte) string {
+	return "tenant:" + tool + ":" + Hash(canonicalArgs)[:24]
+}
+
 // Hash returns the hex SHA-256 of b.
 func Hash(b []byte) string {
 	sum := sha256.Sum256(b)

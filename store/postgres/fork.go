@@ -54,6 +54,9 @@ func (s *Store) ForkRun(ctx context.Context, p store.ForkRunParams) (store.Run, 
 		"requested_by":      c.RequestedBy,
 		"budget":            []byte(c.Budget),
 		"sensitive":         sensitive,
+		"concurrency_key":   c.ConcurrencyKey,
+		"concurrency_limit": c.RunConcurrencyLimit(),
+		"priority":          c.Priority,
 		"not_before":        int64(0), // a fork starts at once
 		"now":               sqlrow.Nanos(c.Now),
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	_ "embed"
@@ -25,6 +26,8 @@ var (
 	runListSQL string
 	//go:embed query/run_list_newest.sql
 	runListNewestSQL string
+	//go:embed query/run_claim_keys.sql
+	runClaimKeysSQL string
 	//go:embed query/run_claim.sql
 	runClaimSQL string
 	//go:embed query/run_claim_plan.sql
@@ -68,6 +71,9 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 		"budget":            []byte(p.Budget),
 		"sensitive":         sensitive,
 		"not_before":        sqlrow.Nanos(p.NotBefore),
+		"concurrency_key":   p.ConcurrencyKey,
+		"concurrency_limit": p.RunConcurrencyLimit(),
+		"priority":          p.Priority,
 		"now":               sqlrow.Nanos(p.Now),
 	}).QueryRow(func(row pgx.Row) error {
 		r, err := sqlrow.Run(row)
@@ -161,21 +167,30 @@ func (s *Store) LeasedRuns(ctx context.Context, p store.LeasedRunsParams) ([]sto
 // one statement. Runs another claim has locked are skipped, so that workers
 // claiming at once never take the same run and never wait for each other.
 func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store.Run, error) {
-	if p.Limit <= 0 {
-		return nil, nil
-	}
 	var runs []store.Run
-	b := &pgx.Batch{}
-	b.Queue(runClaimPlanSQL)
-	b.Queue(runClaimSQL, namedArgs{
-		"owner":   p.Owner,
-		"now":     sqlrow.Nanos(p.Now),
-		"expires": sqlrow.Nanos(p.Now.Add(p.TTL)),
-		"limit":   p.Limit,
-		"agents":  append([]string{}, p.Agents...),
-	}).Query(collect(&runs, sqlrow.ClaimedRun))
-	if err := s.send(ctx, b); err != nil {
-		return nil, fmt.Errorf("claim runs: %w", err)
+	for len(runs) < p.Limit {
+		var got []store.Run
+		b := &pgx.Batch{}
+		b.Queue(runClaimPlanSQL)
+		b.Queue(runClaimKeysSQL)
+		b.Queue(runClaimSQL, namedArgs{
+			"owner":   p.Owner,
+			"now":     sqlrow.Nanos(p.Now),
+			"expires": sqlrow.Nanos(p.Now.Add(p.TTL)),
+			"limit":   p.Limit - len(runs),
+			"agents":  append([]string{}, p.Agents...),
+		}).Query(collect(&got, sqlrow.ClaimedRun))
+		if err := s.send(ctx, b); err != nil {
+			return nil, fmt.Errorf("claim runs: %w", err)
+		}
+		runs = append(runs, got...)
+		// A claim that took a keyed run may have passed over others of its
+		// key, which had no room, for runs due after them: claim again for
+		// the places they left. Otherwise a short claim means nothing more
+		// is due.
+		if !slices.ContainsFunc(got, func(r store.Run) bool { return r.ConcurrencyKey != "" }) {
+			break
+		}
 	}
 	return runs, nil
 }

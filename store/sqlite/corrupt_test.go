@@ -189,7 +189,8 @@ func TestDamageFailsTheWholeBatch(t *testing.T) {
 		_, err := tx.ExecContext(ctx, runInsertSQL,
 			sql.Named("id", "new"), sql.Named("tenant", "t"), sql.Named("user", ""),
 			sql.Named("client_request_id", ""), sql.Named("agent", "a"), sql.Named("agent_version", ""),
-			sql.Named("input", ""), sql.Named("dry_run", false), sql.Named("requested_by", ""), sql.Named("budget", nil), sql.Named("sensitive", []byte("{}")), sql.Named("not_before", int64(0)), sql.Named("now", sqlrow.Nanos(t0)))
+			sql.Named("input", ""), sql.Named("dry_run", false), sql.Named("requested_by", ""), sql.Named("budget", nil), sql.Named("sensitive", []byte("{}")),
+			sql.Named("concurrency_key", ""), sql.Named("concurrency_limit", 0), sql.Named("priority", 0), sql.Named("not_before", int64(0)), sql.Named("now", sqlrow.Nanos(t0)))
 		return err
 	}}
 	lost := &request{ctx: ctx, fn: func(ctx context.Context, tx *writeTx) error { return store.ErrLeaseLost }}

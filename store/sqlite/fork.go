@@ -57,6 +57,9 @@ func (s *Store) ForkRun(ctx context.Context, p store.ForkRunParams) (store.Run, 
 			sql.Named("requested_by", c.RequestedBy),
 			sql.Named("budget", []byte(c.Budget)),
 			sql.Named("sensitive", sensitive),
+			sql.Named("concurrency_key", c.ConcurrencyKey),
+			sql.Named("concurrency_limit", c.RunConcurrencyLimit()),
+			sql.Named("priority", c.Priority),
 			sql.Named("not_before", int64(0)), // a fork starts at once
 			sql.Named("now", sqlrow.Nanos(c.Now)),
 		); err != nil {

@@ -81,6 +81,9 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (store.R
 			sql.Named("budget", []byte(p.Budget)),
 			sql.Named("sensitive", sensitive),
 			sql.Named("not_before", sqlrow.Nanos(p.NotBefore)),
+			sql.Named("concurrency_key", p.ConcurrencyKey),
+			sql.Named("concurrency_limit", p.RunConcurrencyLimit()),
+			sql.Named("priority", p.Priority),
 			sql.Named("now", sqlrow.Nanos(p.Now)),
 		))
 		if err != nil {
@@ -153,7 +156,8 @@ func (s *Store) LeasedRuns(ctx context.Context, p store.LeasedRunsParams) ([]sto
 	return runs, nil
 }
 
-// ClaimRuns leases up to Limit due runs to an owner, oldest update first.
+// ClaimRuns leases up to Limit due runs to an owner, in the order
+// fairOrder gives them.
 func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store.Run, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -168,39 +172,39 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 	}
 	var runs []store.Run
 	err := s.writer.do(ctx, 0, func(ctx context.Context, tx *writeTx) error {
-		rows, err := tx.QueryContext(ctx, runDueSQL,
-			sql.Named("now", sqlrow.Nanos(p.Now)),
-			sql.Named("limit", p.Limit),
-			sql.Named("agents", agents),
-		)
-		if err != nil {
-			return err
-		}
-		var ids, owners []string
-		for rows.Next() {
-			var id, owner string
-			if err := rows.Scan(&id, &owner); err != nil {
-				rows.Close()
-				return err
-			}
-			ids, owners = append(ids, id), append(owners, owner)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return err
-		}
-		runs = make([]store.Run, 0, len(ids))
-		for i, id := range ids {
-			r, err := sqlrow.Run(tx.QueryRowContext(ctx, runClaimSQL,
-				sql.Named("id", id),
-				sql.Named("owner", p.Owner),
-				sql.Named("expires", sqlrow.Nanos(p.Now.Add(p.TTL))),
-				sql.Named("now", sqlrow.Nanos(p.Now)),
-			))
+		runs = runs[:0]
+		// A run whose concurrency key filled up earlier in this claim is
+		// passed over; the runs due after it are then read again, the full
+		// key's runs no longer among them.
+		for len(runs) < p.Limit {
+			due, err := dueRuns(ctx, tx, p, agents, p.Limit-len(runs))
 			if err != nil {
 				return err
 			}
-			r.TakenFrom = owners[i]
-			runs = append(runs, r)
+			passed := false
+			for _, c := range due {
+				if len(runs) == p.Limit {
+					break
+				}
+				r, err := sqlrow.Run(tx.QueryRowContext(ctx, runClaimSQL,
+					sql.Named("id", c.id),
+					sql.Named("owner", p.Owner),
+					sql.Named("expires", sqlrow.Nanos(p.Now.Add(p.TTL))),
+					sql.Named("now", sqlrow.Nanos(p.Now)),
+				))
+				if errors.Is(err, sql.ErrNoRows) {
+					passed = true
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				r.TakenFrom = c.takenFrom
+				runs = append(runs, r)
+			}
+			if !passed {
+				break
+			}
 		}
 		return nil
 	})

@@ -335,7 +335,7 @@ func (w *writer) closeDB() error {
 var writeQueries = []string{
 	journalAppendSQL, runTraceGrowSQL,
 	beginSQL, commitSQL, rollbackAllSQL, savepointSQL, rollbackSQL, releaseSQL, dataVersionSQL, userVersionSQL,
-	runInsertSQL, runGetByRequestSQL, runDueSQL, runClaimSQL, runTakeOverSQL,
+	runInsertSQL, runGetByRequestSQL, runDueSQL, runDueTenantsSQL, runDueQueuedSQL, runTenantRunningSQL, tenantLimitGetSQL, runClaimSQL, runTakeOverSQL,
 	runRenewLeaseSQL, runCheckpointSQL, runCheckpointKeepSQL, runFencedSQL, runFenceRenewSQL, runWakeDecidedSQL,
 	effectGetSQL, effectInsertSQL, effectAttemptSQL, effectEndCallSQL, effectRestartSQL, effectSettleSQL,
 	outboxInsertSQL,

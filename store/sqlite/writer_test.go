@@ -196,7 +196,8 @@ func TestBatchFails(t *testing.T) {
 			_, err := tx.ExecContext(ctx, runInsertSQL,
 				sql.Named("id", id), sql.Named("tenant", "t"), sql.Named("user", ""),
 				sql.Named("client_request_id", ""), sql.Named("agent", "a"), sql.Named("agent_version", ""),
-				sql.Named("input", ""), sql.Named("dry_run", false), sql.Named("requested_by", ""), sql.Named("budget", nil), sql.Named("sensitive", nil), sql.Named("not_before", int64(0)), sql.Named("now", sqlrow.Nanos(t0)))
+				sql.Named("input", ""), sql.Named("dry_run", false), sql.Named("requested_by", ""), sql.Named("budget", nil), sql.Named("sensitive", nil),
+				sql.Named("concurrency_key", ""), sql.Named("concurrency_limit", 0), sql.Named("priority", 0), sql.Named("not_before", int64(0)), sql.Named("now", sqlrow.Nanos(t0)))
 			return err
 		}}
 	}

@@ -85,6 +85,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"MoveVersion", testMoveVersion},
 		{"RunsByVersion", testRunsByVersion},
 	}
+	cases = append(cases, flowCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -301,6 +302,9 @@ func checkRun(t *testing.T, what string, got, want store.Run) {
 	d.eq("Budget", got.Budget, want.Budget)
 	d.eq("Escalation", got.Escalation, want.Escalation)
 	d.eq("Sensitive", recorded(got.Sensitive), recorded(want.Sensitive))
+	d.eq("ConcurrencyKey", got.ConcurrencyKey, want.ConcurrencyKey)
+	d.eq("ConcurrencyLimit", got.ConcurrencyLimit, want.ConcurrencyLimit)
+	d.eq("Priority", got.Priority, want.Priority)
 	d.eq("CreatedAt", got.CreatedAt, want.CreatedAt)
 	d.eq("UpdatedAt", got.UpdatedAt, want.UpdatedAt)
 	d.report(t, what)

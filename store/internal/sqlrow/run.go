@@ -43,6 +43,9 @@ func runColumns(r *store.Run, x *runRaw, c *columns) {
 	c.add("created_at", &x.created)
 	c.add("updated_at", &x.updated)
 	c.add("sensitive", &x.sensitive)
+	c.add("concurrency_key", &r.ConcurrencyKey)
+	c.add("concurrency_limit", &r.ConcurrencyLimit)
+	c.add("priority", &r.Priority)
 }
 
 func decodeRun(r *store.Run, x *runRaw) (err error) {

@@ -140,6 +140,7 @@ var layouts = map[string]func() []string{
 	"api_key":         func() []string { return namesOf(apiKeyColumns, &apiKeyRaw{roles: noList{}}) },
 	"session":         func() []string { return namesOf(sessionColumns, new(sessionRaw)) },
 	"webhook":         func() []string { return namesOf(webhookColumns, &webhookRaw{kinds: noList{}}) },
+	"due_run":         func() []string { return namesOf(dueRunColumns, new(struct{})) },
 }
 
 // Columns returns the columns of the row type a query's "-- columns:" line

@@ -1,29 +1,106 @@
 -- columns: claimed_run
--- Due runs, oldest change of status or lease first: queued runs, running
--- runs whose lease has expired, paused runs whose resume_after has passed. A
--- waiting_approval run and a paused run without resume_after wait for a
--- person, never for the clock. Rows another claim holds are skipped, not
--- waited for, so claims running at once take disjoint runs.
-WITH due AS MATERIALIZED (
-    -- lease_owner is the owner an expired lease is taken from; a queued or
-    -- paused run has none, as a run lets go of its lease when it stops.
-    SELECT id, changed_at, lease_owner AS taken_from
+-- Claims due runs: queued runs, running runs whose lease has expired,
+-- paused runs whose resume_after has passed. A waiting_approval run and a
+-- paused run without resume_after wait for a person, never for the clock.
+-- Rows another claim holds are skipped, not waited for, so claims running
+-- at once take disjoint runs.
+--
+-- Runs on an expired lease go first, oldest first. The others are taken in
+-- turns between tenants: each tenant's runs in its own order (higher
+-- priority, then older, first), the next run always from the tenant with
+-- the fewest runs running, counting those the claim takes before it;
+-- between tenants with as many, the run due first. A tenant with a deep
+-- backlog so never holds back another's first run for more than one claim.
+-- A tenant with a cap (tenant_limits) gets none while it has as many
+-- running.
+--
+-- A queued or paused run with a concurrency key is due only while its key
+-- has room: fewer running runs of its tenant with that key than its limit
+-- (a running run on an expired lease holds its key until it is claimed
+-- again). Claims that may take keyed runs take turns (run_claim_keys.sql),
+-- so each counts the runs the one before it took.
+WITH RECURSIVE tenants AS (
+    -- The tenants with queued runs, each once: a skip from tenant to tenant
+    -- in runs_queued_fair, so it costs the tenants, not their runs.
+    (SELECT tenant FROM runs WHERE status = 'queued' ORDER BY tenant LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.tenant FROM runs r WHERE r.status = 'queued' AND r.tenant > t.tenant ORDER BY r.tenant LIMIT 1)
+    FROM tenants t
+    WHERE t.tenant IS NOT NULL
+), queued AS MATERIALIZED (
+    -- Each tenant's first runs, up to the limit, in the tenant's order.
+    SELECT q.*
+    FROM tenants t
+    CROSS JOIN LATERAL (
+        SELECT id, tenant, priority, changed_at, '' AS taken_from, status, concurrency_key, concurrency_limit,
+            false AS expired
+        FROM runs
+        WHERE status = 'queued' AND runs.tenant = t.tenant
+            -- A kill switch stops new work for its tenant, or everyone's.
+            AND NOT EXISTS (SELECT 1 FROM kill_switches k WHERE k.engaged AND k.tenant = '')
+            AND runs.tenant NOT IN (SELECT k.tenant FROM kill_switches k WHERE k.engaged)
+            -- Only runs of the agents the worker can run; none named, any.
+            AND (cardinality(@agents::text[]) = 0 OR runs.agent = ANY (@agents::text[]))
+            AND CASE WHEN runs.concurrency_key = '' THEN true
+                ELSE (SELECT count(*) FROM runs h
+                    WHERE h.status = 'running'
+                        AND h.tenant = runs.tenant AND h.concurrency_key = runs.concurrency_key) < runs.concurrency_limit
+                END
+        ORDER BY priority DESC, changed_at, id
+        LIMIT @limit
+        FOR UPDATE SKIP LOCKED) q
+    WHERE t.tenant IS NOT NULL
+), later AS MATERIALIZED (
+    -- Runs that started before: on an expired lease, or paused until a
+    -- time that has come, oldest change first. lease_owner is the owner an
+    -- expired lease is taken from; a paused run has none.
+    SELECT id, tenant, priority, changed_at, lease_owner AS taken_from, status, concurrency_key, concurrency_limit,
+        status = 'running' AS expired
     FROM runs
-    WHERE status IN ('queued', 'running', 'paused')
-        AND (status = 'queued'
-            OR (status = 'running' AND lease_expires <= @now)
+    WHERE status IN ('running', 'paused')
+        AND ((status = 'running' AND lease_expires <= @now)
             OR (status = 'paused' AND resume_after <> 0 AND resume_after <= @now))
-        -- A kill switch stops new work for its tenant, or everyone's. Two
-        -- checks that do not depend on the row scanned, so that the plan
-        -- tests them once, and hashes the engaged tenants, however many
-        -- rows it scans: the global switch, then the tenant's.
         AND NOT EXISTS (SELECT 1 FROM kill_switches k WHERE k.engaged AND k.tenant = '')
         AND runs.tenant NOT IN (SELECT k.tenant FROM kill_switches k WHERE k.engaged)
-        -- Only runs of the agents the worker can run; none named, any.
         AND (cardinality(@agents::text[]) = 0 OR runs.agent = ANY (@agents::text[]))
+        AND CASE WHEN runs.concurrency_key = '' OR runs.status = 'running' THEN true
+            ELSE (SELECT count(*) FROM runs h
+                WHERE h.status = 'running'
+                    AND h.tenant = runs.tenant AND h.concurrency_key = runs.concurrency_key) < runs.concurrency_limit
+            END
     ORDER BY changed_at, id
     LIMIT @limit
     FOR UPDATE SKIP LOCKED
+), due AS (
+    SELECT * FROM queued
+    UNION ALL
+    SELECT * FROM later
+), held AS (
+    -- How many runs of each tenant are running: its share of the workers;
+    -- and its cap, if it has one (0: none).
+    SELECT d.tenant, (SELECT count(*) FROM runs h WHERE h.status = 'running' AND h.tenant = d.tenant) AS running,
+        coalesce((SELECT l.max_running FROM tenant_limits l WHERE l.tenant = d.tenant), 0) AS max_running
+    FROM (SELECT DISTINCT tenant FROM due) d
+), ranked AS (
+    SELECT due.*, held.max_running,
+        held.running + row_number() OVER (PARTITION BY due.tenant
+            ORDER BY expired DESC, priority DESC, changed_at, id) - 1 AS load,
+        -- Of the due runs of one key, only as many as it has room for.
+        row_number() OVER (PARTITION BY due.tenant, concurrency_key, expired
+            ORDER BY priority DESC, changed_at, id) AS nth
+    FROM due JOIN held ON held.tenant = due.tenant
+), fits AS (
+    SELECT id, changed_at, taken_from, expired, load
+    FROM ranked d
+    -- A tenant at its cap gets no more runs; a run on an expired lease is
+    -- running already.
+    WHERE (expired OR max_running = 0 OR load < max_running)
+        AND (concurrency_key = '' OR expired
+        OR nth + (SELECT count(*) FROM runs h
+            WHERE h.status = 'running'
+                AND h.tenant = d.tenant AND h.concurrency_key = d.concurrency_key) <= concurrency_limit)
+    ORDER BY expired DESC, CASE WHEN expired THEN 0 ELSE load END, changed_at, id
+    LIMIT @limit
 ), claimed AS (
     UPDATE runs
     SET lease_owner = @owner,
@@ -32,13 +109,14 @@ WITH due AS MATERIALIZED (
         status = 'running',
         updated_at = @now,
         changed_at = @now
-    FROM due
-    WHERE runs.id = due.id
-    RETURNING due.changed_at AS due_at, due.taken_from, runs.*
+    FROM fits
+    WHERE runs.id = fits.id
+    RETURNING fits.expired, fits.load, fits.changed_at AS due_at, fits.taken_from, runs.*
 )
 SELECT id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
     status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,
     plan, guard, lease_owner, lease_expires, lease_epoch, resume_after,
-    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at, sensitive, taken_from
+    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at, sensitive,
+    concurrency_key, concurrency_limit, priority, taken_from
 FROM claimed
-ORDER BY due_at, id;
+ORDER BY expired DESC, CASE WHEN expired THEN 0 ELSE load END, due_at, id;

@@ -5,10 +5,10 @@
 -- nothing is returned.
 INSERT INTO runs (
     id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
-    budget, sensitive, status, resume_after, stop_reason, created_at, updated_at, changed_at
+    budget, sensitive, concurrency_key, concurrency_limit, priority, status, resume_after, stop_reason, created_at, updated_at, changed_at
 ) VALUES (
     @id, @tenant, @user, @client_request_id, @agent, @agent_version, @input, @dry_run, @requested_by,
-    @budget, @sensitive,
+    @budget, @sensitive, @concurrency_key, @concurrency_limit, @priority,
     CASE WHEN @not_before::bigint > @now::bigint THEN 'paused' ELSE 'queued' END,
     CASE WHEN @not_before::bigint > @now::bigint THEN @not_before::bigint ELSE 0 END,
     CASE WHEN @not_before::bigint > @now::bigint THEN 'not_before' ELSE '' END,
@@ -18,4 +18,5 @@ ON CONFLICT (tenant, user_id, client_request_id) WHERE client_request_id <> '' D
 RETURNING id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
     status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,
     plan, guard, lease_owner, lease_expires, lease_epoch, resume_after,
-    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at, sensitive;
+    stop_reason, stop_detail, final, budget, escalation, created_at, updated_at, sensitive,
+    concurrency_key, concurrency_limit, priority;

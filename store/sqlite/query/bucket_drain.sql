@@ -1,0 +1,6 @@
+-- An empty bucket that starts to refill when the drain ends: no take
+-- before @until, and none at once after it.
+INSERT INTO rate_buckets (name, tokens, updated_at, blocked_until)
+VALUES (@name, 0, @until, @until)
+ON CONFLICT (name) DO UPDATE
+SET tokens = min(tokens, 0), updated_at = max(updated_at, @until), blocked_until = max(blocked_until, @until);

@@ -1,0 +1,1 @@
+DELETE FROM tenant_limits WHERE tenant = @tenant;

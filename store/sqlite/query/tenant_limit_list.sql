@@ -1,0 +1,1 @@
+SELECT tenant, max_running FROM tenant_limits ORDER BY tenant;
