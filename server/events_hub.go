@@ -166,6 +166,12 @@ func (h *EventHub) pollLoop(ctx context.Context, done chan<- struct{}) {
 		}
 		announced = ch
 	}
+	// Events written after the stream opened but before the store's
+	// wakeups were listened to announced nothing this poller heard: look
+	// once now, rather than at the first tick, which may be long after.
+	if err := h.pollOnce(ctx); err != nil && ctx.Err() == nil {
+		h.log.Error("event streams: look for new events", "err", err)
+	}
 	tick := time.NewTicker(h.poll)
 	defer tick.Stop()
 	for {
