@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -432,12 +433,34 @@ func WaitRun(ctx context.Context, s store.Store, tenant, runID string) (store.Ru
 	return NewOperator(s).Wait(ctx, tenant, runID)
 }
 
-// newRunID returns a sortable unique id: time first, so listings come out in
-// creation order, then randomness.
+// runIDClock keeps the ids a process makes in the order it makes them:
+// within one millisecond, and when the clock steps back, each id is the
+// last one plus one, as ULIDs do.
+var runIDClock struct {
+	sync.Mutex
+	ms   int64
+	tail uint64
+}
+
+// newRunID returns a sortable unique id: the millisecond first, so listings
+// (ordered by id) come out in creation order, then 48 bits that start
+// random each millisecond and count up within it. Ids made by different
+// processes in the same millisecond are ordered at random.
 func newRunID(now time.Time) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("run_%013x%x", now.UnixMilli(), b)
+	ms := now.UnixMilli()
+	runIDClock.Lock()
+	defer runIDClock.Unlock()
+	if ms <= runIDClock.ms && runIDClock.tail < 1<<48-1 {
+		ms = runIDClock.ms
+		runIDClock.tail++
+	} else {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		// The top bit is left clear so that the millisecond's ids have room
+		// to count up.
+		runIDClock.ms, runIDClock.tail = ms, binary.BigEndian.Uint64(b[:])&(1<<47-1)
+	}
+	return fmt.Sprintf("run_%013x%012x", ms, runIDClock.tail)
 }
 
 // TraceIDs derives W3C trace context from a run: one trace per run, one

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -388,5 +389,26 @@ func TestModelFailuresPauseOrFail(t *testing.T) {
 				t.Errorf("after resume_after: %s %q", run.Status, run.Final)
 			}
 		})
+	}
+}
+
+// Ids made in one millisecond, or after the clock stepped back, still sort
+// in the order they were made: listings are ordered by id.
+func TestRunIDsSortInCreationOrder(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 1000 {
+		at := now
+		if i == 500 {
+			at = now.Add(-time.Second) // the clock stepped back
+		}
+		ids = append(ids, newRunID(at))
+	}
+	later := newRunID(now.Add(time.Millisecond))
+	if !slices.IsSorted(append(ids, later)) {
+		t.Errorf("ids made in order do not sort in order: %v", ids[:4])
+	}
+	if len(later) != len(ids[0]) || len(ids[0]) != len("run_")+13+12 {
+		t.Errorf("id lengths %d and %d, want %d", len(ids[0]), len(later), len("run_")+25)
 	}
 }
