@@ -84,6 +84,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ApprovalParentEffect", testApprovalParentEffect},
 		{"MoveVersion", testMoveVersion},
 		{"RunsByVersion", testRunsByVersion},
+		{"ScheduleRoundTrip", testScheduleRoundTrip},
+		{"SchedulesDue", testSchedulesDue},
+		{"ScheduleFiringOnce", testScheduleFiringOnce},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

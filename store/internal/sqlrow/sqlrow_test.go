@@ -115,6 +115,7 @@ func TestLayouts(t *testing.T) {
 		"session":         destsOf(sessionColumns, new(sessionRaw)),
 		"webhook":         destsOf(webhookColumns, &webhookRaw{kinds: noList{}}),
 		"lineage":         destsOf(lineageColumns, new(lineageRaw)),
+		"schedule":        destsOf(scheduleColumns, new(scheduleRaw)),
 	}
 	if len(dests) != len(layouts) {
 		t.Fatalf("%d row types checked, %d laid out", len(dests), len(layouts))
@@ -337,6 +338,7 @@ func TestScanErrors(t *testing.T) {
 		"session":         func(r Scanner) error { _, err := Session(r); return err },
 		"webhook":         func(r Scanner) error { _, err := Webhook(r, new(list)); return err },
 		"lineage":         func(r Scanner) error { _, err := Lineage(r); return err },
+		"schedule":        func(r Scanner) error { _, err := Schedule(r); return err },
 	}
 	if len(scans) != len(layouts) {
 		t.Fatalf("%d scanners tested, %d row types", len(scans), len(layouts))
