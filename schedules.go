@@ -23,6 +23,10 @@ import (
 // ErrSchedulesUnsupported is returned on a store that keeps no schedules.
 var ErrSchedulesUnsupported = errors.New("this store keeps no schedules: schedules need the SQLite or PostgreSQL store")
 
+// ErrInvalidSchedule wraps what is wrong with a schedule AddSchedule
+// refuses; its message says what to do.
+var ErrInvalidSchedule = errors.New("invalid schedule")
+
 // ScheduleGrace is how late a worker may fire a firing before it counts as
 // missed (its time passed while no worker ran): the missed-firing policy
 // decides whether it still starts a run.
@@ -96,13 +100,13 @@ func (op *Operator) AddSchedule(ctx context.Context, req ScheduleRequest) (store
 		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {
-		return store.Schedule{}, fmt.Errorf("schedule: %s", strings.Join(problems, "; "))
+		return store.Schedule{}, fmt.Errorf("%w: %s", ErrInvalidSchedule, strings.Join(problems, "; "))
 	}
 	now := op.now()
 	s := store.Schedule{Tenant: req.Tenant, Name: req.Name, Agent: req.Agent, Spec: req.Cron, Input: req.Input,
 		Overlap: req.Overlap, Missed: req.Missed, NextAt: spec.Next(now), CreatedBy: req.By, CreatedAt: now}
 	if s.NextAt.IsZero() {
-		return store.Schedule{}, fmt.Errorf("schedule: cron spec %q never fires; want e.g. %s", req.Cron, cronspec.Example)
+		return store.Schedule{}, fmt.Errorf("%w: cron spec %q never fires; want e.g. %s", ErrInvalidSchedule, req.Cron, cronspec.Example)
 	}
 	if err := sch.PutSchedule(ctx, s); err != nil {
 		return store.Schedule{}, fmt.Errorf("schedule: %w", err)

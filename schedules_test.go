@@ -3,6 +3,7 @@ package belay
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -285,8 +286,8 @@ func TestAddScheduleRefusesBadInput(t *testing.T) {
 		{ScheduleRequest{Name: "no spaces", Agent: "reporter", Cron: "@hourly"}, []string{`name "no spaces"`, "no input"}},
 	} {
 		_, err := rt.Operator().AddSchedule(t.Context(), c.req)
-		if err == nil {
-			t.Errorf("%+v accepted", c.req)
+		if !errors.Is(err, ErrInvalidSchedule) {
+			t.Errorf("%+v: %v, want ErrInvalidSchedule", c.req, err)
 			continue
 		}
 		for _, w := range c.want {
