@@ -60,7 +60,10 @@ type ScheduleRequest struct {
 var scheduleName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // AddSchedule creates a schedule, or replaces the one of its tenant and
-// name; its first firing is the spec's first after now.
+// name; its first firing is the spec's first after now, unless it replaces
+// one with the same spec, whose next firing it keeps (a firing missed while
+// no worker ran still follows the missed policy after a restart that adds
+// the schedules of belay.yaml again).
 func (op *Operator) AddSchedule(ctx context.Context, req ScheduleRequest) (store.Schedule, error) {
 	sch, ok := op.store.(store.Scheduler)
 	if !ok {
@@ -108,11 +111,12 @@ func (op *Operator) AddSchedule(ctx context.Context, req ScheduleRequest) (store
 	if s.NextAt.IsZero() {
 		return store.Schedule{}, fmt.Errorf("%w: cron spec %q never fires; want e.g. %s", ErrInvalidSchedule, req.Cron, cronspec.Example)
 	}
-	if err := sch.PutSchedule(ctx, s); err != nil {
+	stored, err := sch.PutSchedule(ctx, s)
+	if err != nil {
 		return store.Schedule{}, fmt.Errorf("schedule: %w", err)
 	}
 	op.done()
-	return s, nil
+	return stored, nil
 }
 
 // Schedules lists a tenant's schedules (AnyTenant: every tenant's), by

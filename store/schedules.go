@@ -78,8 +78,10 @@ type AdvanceScheduleParams struct {
 // Scheduler is a store that keeps schedules. Both drivers are.
 type Scheduler interface {
 	// PutSchedule creates a schedule, or replaces the one of its tenant
-	// and name (keeping the record of its last run).
-	PutSchedule(ctx context.Context, s Schedule) error
+	// and name, keeping the record of its last run and, if the spec is
+	// the same, its NextAt: a firing not yet handled is not lost to the
+	// put. It returns the schedule as stored.
+	PutSchedule(ctx context.Context, s Schedule) (Schedule, error)
 	// Schedules lists a tenant's schedules (every tenant's for "") by
 	// tenant and name.
 	Schedules(ctx context.Context, tenant string) ([]Schedule, error)

@@ -7,6 +7,8 @@ import (
 
 	_ "embed"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/store/internal/sqlrow"
 )
@@ -27,17 +29,21 @@ var (
 var _ store.Scheduler = (*Store)(nil)
 
 // PutSchedule creates or replaces a schedule.
-func (s *Store) PutSchedule(ctx context.Context, sc store.Schedule) error {
+func (s *Store) PutSchedule(ctx context.Context, sc store.Schedule) (store.Schedule, error) {
+	var stored store.Schedule
 	b := s.batch(sc.Tenant)
 	b.Queue(schedulePutSQL, namedArgs{
 		"tenant": sc.Tenant, "name": sc.Name, "agent": sc.Agent, "spec": sc.Spec, "input": sc.Input,
 		"overlap": string(sc.Overlap), "missed": string(sc.Missed), "next_at": sqlrow.Nanos(sc.NextAt),
 		"created_by": sc.CreatedBy, "now": sqlrow.Nanos(sc.CreatedAt),
+	}).QueryRow(func(row pgx.Row) (err error) {
+		stored, err = sqlrow.Schedule(row)
+		return err
 	})
 	if err := s.send(ctx, b); err != nil {
-		return fmt.Errorf("put schedule %s: %w", sc.Name, err)
+		return store.Schedule{}, fmt.Errorf("put schedule %s: %w", sc.Name, err)
 	}
-	return nil
+	return stored, nil
 }
 
 // Schedules lists a tenant's schedules, every tenant's for "".

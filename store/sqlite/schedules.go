@@ -28,19 +28,20 @@ var (
 var _ store.Scheduler = (*Store)(nil)
 
 // PutSchedule creates or replaces a schedule in the writer's transaction.
-func (s *Store) PutSchedule(ctx context.Context, sc store.Schedule) error {
-	err := s.writer.do(ctx, int64(len(sc.Input)), func(ctx context.Context, tx *writeTx) error {
-		_, err := tx.ExecContext(ctx, schedulePutSQL,
+func (s *Store) PutSchedule(ctx context.Context, sc store.Schedule) (store.Schedule, error) {
+	var stored store.Schedule
+	err := s.writer.do(ctx, int64(len(sc.Input)), func(ctx context.Context, tx *writeTx) (err error) {
+		stored, err = sqlrow.Schedule(tx.QueryRowContext(ctx, schedulePutSQL,
 			sql.Named("tenant", sc.Tenant), sql.Named("name", sc.Name), sql.Named("agent", sc.Agent),
 			sql.Named("spec", sc.Spec), sql.Named("input", sc.Input), sql.Named("overlap", string(sc.Overlap)),
 			sql.Named("missed", string(sc.Missed)), sql.Named("next_at", sqlrow.Nanos(sc.NextAt)),
-			sql.Named("created_by", sc.CreatedBy), sql.Named("now", sqlrow.Nanos(sc.CreatedAt)))
+			sql.Named("created_by", sc.CreatedBy), sql.Named("now", sqlrow.Nanos(sc.CreatedAt))))
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("put schedule %s: %w", sc.Name, err)
+		return store.Schedule{}, fmt.Errorf("put schedule %s: %w", sc.Name, err)
 	}
-	return nil
+	return stored, nil
 }
 
 // Schedules lists a tenant's schedules, every tenant's for "".

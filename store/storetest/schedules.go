@@ -44,7 +44,7 @@ func testScheduleRoundTrip(t *testing.T, s store.Store) {
 	a, b := uniq("tenant"), uniq("tenant")
 	want := newSchedule(a, "hourly", t0.Add(time.Hour))
 	for _, sc := range []store.Schedule{want, newSchedule(a, "daily", t0.Add(24*time.Hour)), newSchedule(b, "hourly", t0)} {
-		if err := sch.PutSchedule(ctx, sc); err != nil {
+		if _, err := sch.PutSchedule(ctx, sc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,13 +68,22 @@ func testScheduleRoundTrip(t *testing.T, s store.Store) {
 		Next: want.NextAt.Add(time.Hour), RunID: "run-1", FiredAt: want.NextAt}); err != nil || !ok {
 		t.Fatalf("advance = %v, %v; want true", ok, err)
 	}
-	replaced := want
-	replaced.Spec, replaced.Input, replaced.Overlap = "30 * * * *", "the half-hourly check", store.OverlapQueue
-	if err := sch.PutSchedule(ctx, replaced); err != nil {
-		t.Fatal(err)
+	// With the same spec the schedule keeps its next firing (here t0+2h,
+	// not the t0+5h the put asks), with another it takes the put's.
+	same := want
+	same.Input, same.Overlap, same.NextAt = "the hourly check, again", store.OverlapQueue, t0.Add(5*time.Hour)
+	stored, err := sch.PutSchedule(ctx, same)
+	same.NextAt, same.LastRunID, same.LastFiredAt = want.NextAt.Add(time.Hour), "run-1", want.NextAt
+	if err != nil || stored != same {
+		t.Errorf("put again with the same spec: %+v, %v; want %+v", stored, err, same)
+	}
+	replaced := same
+	replaced.Spec, replaced.NextAt = "30 * * * *", t0.Add(90*time.Minute)
+	stored, err = sch.PutSchedule(ctx, replaced)
+	if err != nil || stored != replaced {
+		t.Errorf("put with another spec: %+v, %v; want %+v", stored, err, replaced)
 	}
 	got, _ = sch.Schedules(ctx, a)
-	replaced.LastRunID, replaced.LastFiredAt = "run-1", want.NextAt
 	if len(got) != 2 || got[1] != replaced {
 		t.Errorf("after replacing, %+v; want %+v", got, replaced)
 	}
@@ -96,7 +105,7 @@ func testSchedulesDue(t *testing.T, s store.Store) {
 	sch := scheduler(t, s)
 	tenant := uniq("tenant")
 	for i, at := range []time.Time{t0.Add(-time.Minute), t0.Add(-time.Hour), t0, t0.Add(time.Second)} {
-		if err := sch.PutSchedule(ctx, newSchedule(tenant, string(rune('a'+i)), at)); err != nil {
+		if _, err := sch.PutSchedule(ctx, newSchedule(tenant, string(rune('a'+i)), at)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,7 +129,7 @@ func testScheduleFiringOnce(t *testing.T, s store.Store) {
 	sch := scheduler(t, s)
 	tenant := uniq("tenant")
 	sc := newSchedule(tenant, "hourly", t0)
-	if err := sch.PutSchedule(ctx, sc); err != nil {
+	if _, err := sch.PutSchedule(ctx, sc); err != nil {
 		t.Fatal(err)
 	}
 	type outcome struct {
