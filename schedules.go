@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,16 +155,16 @@ func (r *Runtime) fireSchedules(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	now := r.cfg.now()
-	due, err := sch.DueSchedules(ctx, now, 100)
+	// Only the schedules of this runtime's agents: a worker that runs
+	// another agent fires the others.
+	agents := slices.Sorted(maps.Keys(r.agents))
+	due, err := sch.DueSchedules(ctx, now, agents, 100)
 	if err != nil {
 		return 0, fmt.Errorf("fire schedules: %w", err)
 	}
 	started := 0
 	var errs []error
 	for _, s := range due {
-		if _, ok := r.agents[s.Agent]; !ok {
-			continue // a worker that runs the agent fires it
-		}
 		ok, err := r.fireSchedule(ctx, sch, s, now)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("fire schedule %s/%s: %w", s.Tenant, s.Name, err))

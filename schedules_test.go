@@ -300,3 +300,23 @@ func TestAddScheduleRefusesBadInput(t *testing.T) {
 		t.Errorf("refused schedules were kept: %+v", got)
 	}
 }
+
+// A worker fires only the schedules of the agents it runs; the others stay
+// due for a worker that runs theirs.
+func TestScheduleOfAnotherAgentWaitsForItsWorker(t *testing.T) {
+	eachStore(t, func(t *testing.T, kind string) {
+		f := newScheduleFixture(t, kind)
+		f.add(t, ScheduleRequest{Name: "hourly", Cron: "0 * * * *"})
+		if _, err := f.rt.Operator().AddSchedule(t.Context(), ScheduleRequest{Name: "triage", Agent: "triager", Cron: "0 * * * *", Input: "Sort the queue."}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(time.Hour + time.Second)
+		f.fire(t)
+		if len(f.runs(t, "hourly")) != 1 || len(f.runs(t, "triage")) != 0 {
+			t.Errorf("runs: %d of hourly, %d of triage; want 1 and none", len(f.runs(t, "hourly")), len(f.runs(t, "triage")))
+		}
+		if s := f.schedule(t, "triage"); !s.NextAt.Equal(at(13, 0, 0)) {
+			t.Errorf("triage's next firing moved to %v; want it still due at 13:00", s.NextAt)
+		}
+	})
+}

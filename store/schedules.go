@@ -89,8 +89,10 @@ type Scheduler interface {
 	// is ErrNotFound.
 	DeleteSchedule(ctx context.Context, tenant, name string) error
 	// DueSchedules returns up to limit schedules of every tenant whose
-	// NextAt is not after now, the longest due first.
-	DueSchedules(ctx context.Context, now time.Time, limit int) ([]Schedule, error)
+	// NextAt is not after now, the longest due first, of the agents named
+	// (of every agent for nil): a worker asks for the schedules it can
+	// fire, so that those of agents it does not run never crowd them out.
+	DueSchedules(ctx context.Context, now time.Time, agents []string, limit int) ([]Schedule, error)
 	// AdvanceSchedule sets a schedule's NextAt to p.Next if it still is
 	// p.From, recording p.RunID if set, and reports whether it did.
 	AdvanceSchedule(ctx context.Context, p AdvanceScheduleParams) (bool, error)

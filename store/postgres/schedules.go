@@ -70,10 +70,11 @@ func (s *Store) DeleteSchedule(ctx context.Context, tenant, name string) error {
 }
 
 // DueSchedules returns the schedules of every tenant due at now.
-func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]store.Schedule, error) {
+func (s *Store) DueSchedules(ctx context.Context, now time.Time, agents []string, limit int) ([]store.Schedule, error) {
 	var out []store.Schedule
 	b := s.batch("")
-	b.Queue(scheduleDueSQL, namedArgs{"now": sqlrow.Nanos(now), "limit": limit}).Query(collect(&out, sqlrow.Schedule))
+	b.Queue(scheduleDueSQL, namedArgs{"now": sqlrow.Nanos(now), "all_agents": agents == nil, "agents": agents, "limit": limit}).
+		Query(collect(&out, sqlrow.Schedule))
 	if err := s.send(ctx, b); err != nil {
 		return nil, fmt.Errorf("due schedules: %w", err)
 	}

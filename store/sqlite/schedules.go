@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -69,9 +70,13 @@ func (s *Store) DeleteSchedule(ctx context.Context, tenant, name string) error {
 }
 
 // DueSchedules returns the schedules of every tenant due at now.
-func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]store.Schedule, error) {
-	out, err := readAll(ctx, s.read, sqlrow.Schedule, scheduleDueSQL,
-		sql.Named("now", sqlrow.Nanos(now)), sql.Named("limit", limit))
+func (s *Store) DueSchedules(ctx context.Context, now time.Time, agents []string, limit int) ([]store.Schedule, error) {
+	names, err := json.Marshal(agents)
+	if err != nil {
+		return nil, fmt.Errorf("due schedules: %w", err)
+	}
+	out, err := readAll(ctx, s.read, sqlrow.Schedule, scheduleDueSQL, sql.Named("now", sqlrow.Nanos(now)),
+		sql.Named("all_agents", agents == nil), sql.Named("agents", string(names)), sql.Named("limit", limit))
 	if err != nil {
 		return nil, fmt.Errorf("due schedules: %w", err)
 	}

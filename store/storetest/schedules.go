@@ -109,16 +109,31 @@ func testSchedulesDue(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
-	due, err := sch.DueSchedules(ctx, t0, 1000)
-	if err != nil {
+	other := newSchedule(tenant, "e", t0.Add(-2*time.Hour))
+	other.Agent = "billing"
+	if _, err := sch.PutSchedule(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	var names string
-	for _, d := range ofTenant(due, tenant) {
-		names += d.Name
-	}
-	if names != "bac" {
-		t.Errorf("due at t0: %q, want b (an hour late), a (a minute), c (now); not d", names)
+	for _, c := range []struct {
+		agents []string
+		want   string
+	}{
+		{nil, "ebac"},
+		{[]string{"support"}, "bac"},
+		{[]string{"billing", "support"}, "ebac"},
+		{[]string{"triage"}, ""},
+	} {
+		due, err := sch.DueSchedules(ctx, t0, c.agents, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names string
+		for _, d := range ofTenant(due, tenant) {
+			names += d.Name
+		}
+		if names != c.want {
+			t.Errorf("due at t0 for agents %v: %q, want %q (the longest due first; d is not due)", c.agents, names, c.want)
+		}
 	}
 }
 
