@@ -52,6 +52,11 @@ func (r *Runtime) claimLoop(ctx, workCtx context.Context) {
 			if _, err := r.Operator().expireWaits(ctx); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Error("expire waits", "err", err)
 			}
+			if n, err := r.fireSchedules(ctx); err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Error("fire schedules", "err", err)
+			} else if n > 0 {
+				r.poke() // their runs are due
+			}
 			if err := r.retention.prune(ctx, r.store, now, r.cfg.KeepEnded); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Error("prune ended runs", "err", err)
 			}

@@ -400,6 +400,9 @@ func (r *Runtime) Drain(ctx context.Context) error {
 	if _, err := r.Operator().expireWaits(ctx); err != nil {
 		return err
 	}
+	if _, err := r.fireSchedules(ctx); err != nil {
+		return err
+	}
 	for {
 		runs, err := r.claim(ctx, r.cfg.Workers)
 		if err != nil {

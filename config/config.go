@@ -82,14 +82,19 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/belayrun/belay"
+	"github.com/belayrun/belay/internal/cronspec"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/policy"
+	"github.com/belayrun/belay/store"
 	"github.com/belayrun/belay/tools/mcp"
 )
 
 // File is a parsed configuration file.
 type File struct {
 	Agents []Agent `yaml:"agents"`
+	// Schedules start runs of the file's agents on cron specs; belay
+	// serve adds them to the store when it starts (see Schedule).
+	Schedules []Schedule `yaml:"schedules"`
 	// Serve holds belay serve's settings, named as its flags with _ for -
 	// (addr, database_url, keep_ended). belay serve reads and checks them;
 	// this package keeps them as the file wrote them.
@@ -133,6 +138,42 @@ type Limit struct {
 	Name              string  `yaml:"name"`
 	RequestsPerMinute float64 `yaml:"requests_per_minute"`
 	TokensPerMinute   float64 `yaml:"tokens_per_minute"`
+}
+
+// Schedule starts a run of one of the file's agents at each firing of a
+// cron spec:
+//
+//	schedules:
+//	  - name: nightly-refunds
+//	    agent: support
+//	    cron: "0 2 * * *"
+//	    input: Check yesterday's refunds.
+//	    overlap: queue      # skip (default), queue or allow
+//	    missed: run_once    # skip or run_once (default)
+//
+// Added again at each start, a schedule whose spec is unchanged keeps its
+// next firing, so firings missed while belay serve was down follow the
+// missed policy.
+type Schedule struct {
+	Name string `yaml:"name"`
+	// Tenant owns the schedule and its runs; default belay.DefaultTenant.
+	Tenant  string `yaml:"tenant"`
+	Agent   string `yaml:"agent"`
+	Cron    string `yaml:"cron"`
+	Input   string `yaml:"input"`
+	Overlap string `yaml:"overlap"`
+	Missed  string `yaml:"missed"`
+}
+
+// ScheduleRequests are the file's schedules as belay.Operator.AddSchedule
+// takes them, by the file.
+func (f *File) ScheduleRequests() []belay.ScheduleRequest {
+	out := make([]belay.ScheduleRequest, len(f.Schedules))
+	for i, s := range f.Schedules {
+		out[i] = belay.ScheduleRequest{Name: s.Name, Tenant: s.Tenant, Agent: s.Agent, Cron: s.Cron, Input: s.Input,
+			Overlap: store.OverlapPolicy(s.Overlap), Missed: store.MissedPolicy(s.Missed), By: "config:" + filepath.Base(f.path)}
+	}
+	return out
 }
 
 // Model says which model answers and how its client retries.
@@ -300,6 +341,26 @@ func (f *File) check(data []byte) error {
 			}
 		}
 		checkRequirements(envs, &f.Agents[i], at, fail)
+	}
+	names := map[string]bool{}
+	for i, sc := range f.Schedules {
+		at := fmt.Sprintf("$.schedules[%d]", i)
+		if !seen[sc.Agent] {
+			fail(at+".agent", "%q is not an agent of this file", sc.Agent)
+		}
+		if names[sc.Tenant+"/"+sc.Name] {
+			fail(at+".name", "two schedules named %q", sc.Name)
+		}
+		names[sc.Tenant+"/"+sc.Name] = true
+		if _, err := cronspec.Parse(sc.Cron); err != nil {
+			fail(at+".cron", "%v", err)
+		}
+		if sc.Overlap != "" && !slices.Contains([]string{"skip", "queue", "allow"}, sc.Overlap) {
+			fail(at+".overlap", "%q is not one of skip, queue, allow", sc.Overlap)
+		}
+		if sc.Missed != "" && !slices.Contains([]string{"skip", "run_once"}, sc.Missed) {
+			fail(at+".missed", "%q is not one of skip, run_once", sc.Missed)
+		}
 	}
 	return errors.Join(errs...)
 }

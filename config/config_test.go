@@ -69,6 +69,19 @@ func TestBuildAgentsFromAFile(t *testing.T) {
 	}
 }
 
+// A file's schedules become the requests belay serve adds, by the file.
+func TestSchedulesFromAFile(t *testing.T) {
+	f, err := Parse("belay.yaml", []byte(good+"schedules:\n  - name: nightly\n    agent: support\n    cron: '0 2 * * *'\n    input: Check yesterday's refunds.\n    overlap: queue\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.ScheduleRequests()
+	if len(reqs) != 1 || reqs[0].Name != "nightly" || reqs[0].Agent != "support" || reqs[0].Cron != "0 2 * * *" ||
+		reqs[0].Overlap != "queue" || reqs[0].Missed != "" || reqs[0].By != "config:belay.yaml" {
+		t.Errorf("schedule requests %+v; want nightly for support, queue, the default missed policy, by the file", reqs)
+	}
+}
+
 func TestMistakesNameTheFileLineAndField(t *testing.T) {
 	cases := map[string]struct{ yaml, want string }{
 		"unknown field": {"agents:\n  - name: a\n    modle: {provider: openai, name: x}\n", `belay.yaml:3:`},
@@ -80,6 +93,12 @@ func TestMistakesNameTheFileLineAndField(t *testing.T) {
 		"bad effect":    {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        tools:\n          t: {effect: dangerous}\n", `agents[0].mcp_servers[0].tools.t.effect: "dangerous" is not one of read, write, irreversible`},
 		"no agents":     {"agents: []\n", `belay.yaml:`},
 		"empty limit":   {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    limits: [{name: acct}]\n", `agents[0].limits[0]: needs a name and requests_per_minute or tokens_per_minute above 0`},
+		"schedule of no agent": {"agents:\n  - name: a\n    model: {provider: openai, name: x}\nschedules:\n  - name: n\n    agent: b\n    cron: '@daily'\n    input: go\n",
+			`belay.yaml:6: schedules[0].agent: "b" is not an agent of this file`},
+		"schedule bad cron": {"agents:\n  - name: a\n    model: {provider: openai, name: x}\nschedules:\n  - name: n\n    agent: a\n    cron: '0 25 * * *'\n    input: go\n",
+			`belay.yaml:7: schedules[0].cron: cron spec "0 25 * * *": the hour field "25" is not valid`},
+		"schedule bad overlap": {"agents:\n  - name: a\n    model: {provider: openai, name: x}\nschedules:\n  - name: n\n    agent: a\n    cron: '@daily'\n    input: go\n    overlap: often\n",
+			`belay.yaml:9: schedules[0].overlap: "often" is not one of skip, queue, allow`},
 	}
 	for name, tc := range cases {
 		_, err := Parse("belay.yaml", []byte(tc.yaml))

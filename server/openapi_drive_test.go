@@ -111,6 +111,7 @@ func TestOpenAPIDrivesEveryRoute(t *testing.T) {
 	d.driveSay(op)
 	d.driveSignals(op)
 	d.driveResults(op, approver)
+	d.driveSchedules(op)
 	d.driveAdmin(admin)
 	d.expect(apiCall{method: "GET", path: "/v1/openapi.json"}, 200, "")
 	if !bytes.Equal(d.do(apiCall{method: "GET", path: "/v1/openapi.json"}).body, openAPIDocument) {

@@ -169,7 +169,7 @@ func (d *driver) expect(call apiCall, want int, code string) response {
 // pathOf fills a route's {id} with id.
 func pathOf(route, id string) string {
 	path := strings.SplitN(route, " ", 2)[1]
-	return strings.Replace(strings.Replace(path, "{id}", id, 1), "{call}", "unknown-call", 1)
+	return strings.NewReplacer("{id}", id, "{call}", "unknown-call", "{name}", id).Replace(path)
 }
 
 // bodyOf is a valid body for an operation that takes one.
@@ -179,6 +179,8 @@ func bodyOf(route string) any {
 		return map[string]any{"agent": "support", "user": "u-roles", "input": "hello"}
 	case "POST /v1/runs/{id}/cancel":
 		return map[string]any{"note": "a check"}
+	case "PUT /v1/schedules/{name}":
+		return map[string]any{"agent": "support", "cron": "@hourly", "input": "the hourly check"}
 	case "POST /v1/runs/{id}/messages":
 		return map[string]any{"text": "a reply"}
 	case "POST /v1/runs/{id}/signals":

@@ -29,6 +29,7 @@ import (
 
 const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]
        belay bench --parked N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
+       belay bench --waiting N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
        belay bench --streams N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
        belay bench --takeover [--runs 32] [--lease-ttl 5s] [--store sqlite] [--json]
 
@@ -39,6 +40,9 @@ bytes written per step and group commit.
 With --parked N it parks N runs on approval instead, starts a worker over them
 in a process of its own, and reports that process's memory and idle CPU, then
 the time from an approval decided here to the worker's claim of its run.
+
+With --waiting N it does the same with N runs that asked their user a question
+(ask_user) and wait for the reply, then replies to them from here.
 
 With --streams N it parks N runs the same way, starts a server over them in a
 process of its own, opens one live event stream on each, and reports the
@@ -63,8 +67,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := jsonFlag(fs, "the figures, one object")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
 	parked := fs.Int("parked", 0, "instead: park this many runs on approval, then measure a worker over them in a process of its own (memory, idle CPU) and approve→resume from this one")
-	idle := fs.Duration("idle", 20*time.Second, "with --parked: how long the idle worker is measured")
-	resumes := fs.Int("resumes", 200, "with --parked: how many approvals are decided and timed until their run is claimed; with --streams, until their stream ends")
+	waiting := fs.Int("waiting", 0, "instead: have this many runs ask their user a question (ask_user) and wait, then measure a worker over them in a process of its own (memory, idle CPU) and reply→resume from this one")
+	idle := fs.Duration("idle", 20*time.Second, "with --parked or --waiting: how long the idle worker is measured")
+	resumes := fs.Int("resumes", 200, "with --parked or --waiting: how many approvals are decided (or replies sent) and timed until their run is claimed; with --streams, until their stream ends")
 	takeover := fs.Bool("takeover", false, "instead: kill a worker (SIGKILL) mid-step, then freeze another (SIGSTOP), and time until a worker in another process has claimed each run")
 	leaseTTL := fs.Duration("lease-ttl", 5*time.Second, "with --takeover: the workers' lease time-to-live")
 	streams := fs.Int("streams", 0, "instead: park this many runs on approval, open an event stream on each on a server in a process of its own, measure it idle (memory, CPU), then time events from their commit to their arrival on the streams")
@@ -145,8 +150,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sres.print(stdout)
 		return nil
 	}
-	if *parked > 0 {
-		pres, err := benchParked(ctx, parkedConfig{benchConfig: cfg, parked: *parked, resumes: *resumes, idle: *idle})
+	if *parked > 0 && *waiting > 0 {
+		return usageError{"bench: --parked or --waiting, not both"}
+	}
+	if *parked > 0 || *waiting > 0 {
+		pres, err := benchParked(ctx, parkedConfig{benchConfig: cfg, parked: max(*parked, *waiting), onInput: *waiting > 0,
+			resumes: *resumes, idle: *idle})
 		if err != nil {
 			return err
 		}

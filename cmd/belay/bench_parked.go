@@ -25,11 +25,16 @@ import (
 // belay serve would be), and reports that process's memory and the CPU it
 // burns doing nothing for --idle, then decides some approvals from this
 // process and times each until the worker has claimed the run it queued.
+// belay bench --waiting N does the same with runs that asked their user a
+// question (ask_user), and replies to them instead.
 
-// parkedResult is what `belay bench --parked N --json` prints.
+// parkedResult is what `belay bench --parked N --json` and `belay bench
+// --waiting N --json` print: Parked counts runs waiting on approval,
+// Waiting runs waiting on their user's reply.
 type parkedResult struct {
 	Store       string  `json:"store"`
-	Parked      int     `json:"parked"`
+	Parked      int     `json:"parked,omitempty"`
+	Waiting     int     `json:"waiting,omitempty"`
 	FillSeconds float64 `json:"fill_seconds"`
 	IdleSeconds float64 `json:"idle_seconds"`
 	RSSMB       float64 `json:"rss_mb"`
@@ -39,12 +44,20 @@ type parkedResult struct {
 	ResumeP99MS float64 `json:"resume_p99_ms"`
 	ResumeMaxMS float64 `json:"resume_max_ms"`
 	// DecideP50MS is how long the decision's own write took, within the
-	// resume.
-	DecideP50MS  float64 `json:"decide_p50_ms"`
+	// resume; with --waiting, the reply's (ReplyP50MS).
+	DecideP50MS  float64 `json:"decide_p50_ms,omitempty"`
+	ReplyP50MS   float64 `json:"reply_p50_ms,omitempty"`
 	WorkerPollMS float64 `json:"worker_poll_ms"`
 }
 
 func (r parkedResult) print(w io.Writer) {
+	if r.Waiting > 0 {
+		fmt.Fprintf(w, "%d runs waiting on their user's reply (%s) in %.1f s\n", r.Waiting, r.Store, r.FillSeconds)
+		fmt.Fprintf(w, "idle worker over them, %.0f s: RSS %.1f MB, CPU %.2f%% of a core\n", r.IdleSeconds, r.RSSMB, r.IdleCPUPct)
+		fmt.Fprintf(w, "reply (this process) -> resumed (the worker's claim), %d replies: p50 %.2f ms, p99 %.2f ms, max %.2f ms (the worker polls every %.0f ms; the reply's own write: p50 %.2f ms)\n",
+			r.Resumes, r.ResumeP50MS, r.ResumeP99MS, r.ResumeMaxMS, r.WorkerPollMS, r.ReplyP50MS)
+		return
+	}
 	fmt.Fprintf(w, "%d runs parked on approval (%s) in %.1f s\n", r.Parked, r.Store, r.FillSeconds)
 	fmt.Fprintf(w, "idle worker over them, %.0f s: RSS %.1f MB, CPU %.2f%% of a core\n", r.IdleSeconds, r.RSSMB, r.IdleCPUPct)
 	fmt.Fprintf(w, "approve (this process) -> resumed (the worker's claim), %d approvals: p50 %.2f ms, p99 %.2f ms, max %.2f ms (the worker polls every %.0f ms; the decision's own write: p50 %.2f ms)\n",
@@ -66,10 +79,65 @@ func parkedAgent() *belay.Agent {
 	)}
 }
 
+// waitingAgent's runs ask their user how to refund, which waits for the
+// reply, then answer.
+func waitingAgent() *belay.Agent {
+	return &belay.Agent{Name: "bench", Prices: scripted.Prices, Conversation: &belay.Conversation{},
+		Model: scripted.New(
+			scripted.Reply{Calls: []scripted.Call{{Name: belay.AskUserTool, Args: map[string]string{"question": "Card or store credit?"}}}},
+			scripted.Reply{Text: "refunded"},
+		)}
+}
+
 type parkedConfig struct {
 	benchConfig
 	parked, resumes int
 	idle            time.Duration
+	// onInput parks the runs on a question to their user instead of an
+	// approval, and resumes them with a reply.
+	onInput bool
+}
+
+// parkedRun is a run the bench parked, and how to resume it.
+type parkedRun struct {
+	runID  string
+	resume func(ctx context.Context, op *belay.Operator) error
+}
+
+// parkedRuns lists the runs that wait, one each, and checks that every run
+// created does.
+func parkedRuns(ctx context.Context, rt *belay.Runtime, cfg parkedConfig, created int) ([]parkedRun, error) {
+	var runs []parkedRun
+	if cfg.onInput {
+		waits, err := rt.Operator().PendingWaits(ctx, belay.AnyTenant)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		for _, w := range waits {
+			if w.Kind != store.WaitInput {
+				continue
+			}
+			runs = append(runs, parkedRun{runID: w.RunID, resume: func(ctx context.Context, op *belay.Operator) error {
+				_, err := op.Say(ctx, w.Tenant, w.RunID, belay.Reply{Text: "To my card, please."})
+				return err
+			}})
+		}
+	} else {
+		pending, err := rt.Operator().PendingApprovals(ctx, "")
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		for _, a := range pending {
+			runs = append(runs, parkedRun{runID: a.RunID, resume: func(ctx context.Context, op *belay.Operator) error {
+				_, err := op.Decide(ctx, a.Tenant, a.ID, belay.ApprovalDecision{Choice: belay.Approve, By: "human:bench"})
+				return err
+			}})
+		}
+	}
+	if len(runs) != created {
+		return nil, fmt.Errorf("bench: %d runs created, %d waiting", created, len(runs))
+	}
+	return runs, nil
 }
 
 func benchParked(ctx context.Context, cfg parkedConfig) (parkedResult, error) {
@@ -82,10 +150,17 @@ func benchParked(ctx context.Context, cfg parkedConfig) (parkedResult, error) {
 		return parkedResult{}, err
 	}
 	defer cleanup()
-	res := parkedResult{Store: kind, Parked: cfg.parked, WorkerPollMS: ms(200 * time.Millisecond)}
+	res := parkedResult{Store: kind, WorkerPollMS: ms(200 * time.Millisecond)}
+	agent, workerAgent := parkedAgent(), "parked"
+	if cfg.onInput {
+		res.Waiting = cfg.parked
+		agent, workerAgent = waitingAgent(), "waiting"
+	} else {
+		res.Parked = cfg.parked
+	}
 
-	// Park the runs: each takes one step, to its approval.
-	rt, err := belay.New(belay.Config{Store: s, Agents: []*belay.Agent{parkedAgent()}, Workers: cfg.concurrency,
+	// Park the runs: each takes one step, to its approval or question.
+	rt, err := belay.New(belay.Config{Store: s, Agents: []*belay.Agent{agent}, Workers: cfg.concurrency,
 		HumanApproval: true, Logger: cfg.log})
 	if err != nil {
 		return parkedResult{}, fmt.Errorf("bench: %w", err)
@@ -99,16 +174,13 @@ func benchParked(ctx context.Context, cfg parkedConfig) (parkedResult, error) {
 		return parkedResult{}, fmt.Errorf("bench: park runs: %w", err)
 	}
 	res.FillSeconds = round(time.Since(start).Seconds(), 3)
-	pending, err := rt.Operator().PendingApprovals(ctx, "")
+	pending, err := parkedRuns(ctx, rt, cfg, len(ids))
 	if err != nil {
-		return parkedResult{}, fmt.Errorf("bench: %w", err)
-	}
-	if len(pending) != len(ids) {
-		return parkedResult{}, fmt.Errorf("bench: %d runs parked, %d approvals pending", len(ids), len(pending))
+		return parkedResult{}, err
 	}
 
 	// The worker, in a process of its own.
-	worker, err := startBenchWorker(ctx, cfg.benchConfig)
+	worker, err := startBenchWorker(ctx, cfg.benchConfig, "--agent", workerAgent)
 	if err != nil {
 		return parkedResult{}, err
 	}
@@ -128,17 +200,17 @@ func benchParked(ctx context.Context, cfg parkedConfig) (parkedResult, error) {
 	res.IdleSeconds = round(time.Since(idleStart).Seconds(), 1)
 	res.RSSMB = round(processRSSMB(worker.cmd.Process.Pid), 1)
 
-	// Decide approvals one at a time, each timed until the worker claims
-	// the run it queued.
+	// Decide approvals (or reply) one at a time, each timed until the
+	// worker claims the run it queued.
 	op := belay.NewOperator(s)
 	var lat, decide []time.Duration
-	for _, a := range pending[:min(cfg.resumes, len(pending))] {
+	for _, p := range pending[:min(cfg.resumes, len(pending))] {
 		t0 := time.Now()
-		if _, err := op.Decide(ctx, a.Tenant, a.ID, belay.ApprovalDecision{Choice: belay.Approve, By: "human:bench"}); err != nil {
+		if err := p.resume(ctx, op); err != nil {
 			return parkedResult{}, fmt.Errorf("bench: %w", err)
 		}
 		decide = append(decide, time.Since(t0))
-		claimed, err := awaitClaim(ctx, s, a.RunID, 30*time.Second)
+		claimed, err := awaitClaim(ctx, s, p.runID, 30*time.Second)
 		if err != nil {
 			return parkedResult{}, err
 		}
@@ -155,13 +227,17 @@ func benchParked(ctx context.Context, cfg parkedConfig) (parkedResult, error) {
 		res.ResumeP99MS = round(ms(lat[min(n-1, n*99/100)]), 2)
 		res.ResumeMaxMS = round(ms(lat[n-1]), 2)
 		slices.Sort(decide)
-		res.DecideP50MS = round(ms(decide[n/2]), 2)
+		if cfg.onInput {
+			res.ReplyP50MS = round(ms(decide[n/2]), 2)
+		} else {
+			res.DecideP50MS = round(ms(decide[n/2]), 2)
+		}
 	}
 	return res, nil
 }
 
 // awaitClaim waits until a worker has claimed the run again after its
-// approval, and returns when it did by the worker's own clock: the time of
+// approval or reply, and returns when it did by the worker's own clock: the time of
 // the run's last claimed event. The store is read every millisecond, and the
 // time comes from the worker, so neither this process's polling nor its
 // period is in the figure.
@@ -182,7 +258,7 @@ func awaitClaim(ctx context.Context, s store.Store, runID string, within time.Du
 			}
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("bench: run %s not claimed %s after its approval", runID, within)
+			return time.Time{}, fmt.Errorf("bench: run %s not claimed %s after its approval or reply", runID, within)
 		}
 		if err := sleepCtx(ctx, time.Millisecond); err != nil {
 			return time.Time{}, err
@@ -246,7 +322,7 @@ func (w *benchWorker) stop() {
 	<-w.done
 }
 
-const benchWorkerUsage = `usage: belay bench-worker [--db PATH | --database-url URL --schema S] [--agent parked|takeover]
+const benchWorkerUsage = `usage: belay bench-worker [--db PATH | --database-url URL --schema S] [--agent parked|waiting|takeover]
 
 The worker process of belay bench: it executes the runs of bench's agents
 until it is killed, and prints "ready" once it works.`
@@ -258,7 +334,7 @@ func runBenchWorker(ctx context.Context, args []string, stdout, stderr io.Writer
 	path := fs.String("db", "", "the SQLite store")
 	url := fs.String("database-url", "", "the PostgreSQL store")
 	schema := fs.String("schema", "", "its schema")
-	agentName := fs.String("agent", "parked", "the bench whose agent it runs: parked, or takeover")
+	agentName := fs.String("agent", "parked", "the bench whose agent it runs: parked, waiting, or takeover")
 	ttl := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
 	latency := fs.Duration("model-latency", 0, "with --agent takeover: the model's mean latency")
 	workers := fs.Int("workers", 16, "runs executed at once")
@@ -269,10 +345,12 @@ func runBenchWorker(ctx context.Context, args []string, stdout, stderr io.Writer
 	switch *agentName {
 	case "parked":
 		agent = parkedAgent()
+	case "waiting":
+		agent = waitingAgent()
 	case "takeover":
 		agent = takeoverAgent(*latency)
 	default:
-		return usageError{fmt.Sprintf("bench-worker: unknown --agent %q (want parked or takeover)", *agentName)}
+		return usageError{fmt.Sprintf("bench-worker: unknown --agent %q (want parked, waiting or takeover)", *agentName)}
 	}
 	var s store.Store
 	var err error

@@ -14,8 +14,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
+	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/sqlite"
 )
 
 func TestBenchJSON(t *testing.T) {
@@ -186,6 +189,67 @@ func TestBenchParked(t *testing.T) {
 		if _, ok := res["idle_cpu_pct"].(float64); !ok {
 			t.Errorf("idle_cpu_pct = %v, want a number", res["idle_cpu_pct"])
 		}
+	}
+}
+
+// bench --waiting has runs ask their user a question, measures a worker
+// over them in a process of its own and times replies until their runs are
+// claimed; the runs it replied to go on to their answer.
+func TestBenchWaiting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds belay and starts a worker process")
+	}
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "waiting.db")
+	cmd := exec.Command(belayBinary(t), "bench", "--waiting", "30", "--idle", "1s", "--resumes", "4", "--db", db, "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v:\n%s\n%s", err, out, stderr.Bytes())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if res["waiting"] != 30.0 || res["resumes"] != 4.0 || res["store"] != "sqlite" || res["parked"] != nil {
+		t.Errorf("waiting %v, resumes %v, store %v, parked %v; want 30, 4, sqlite, none", res["waiting"], res["resumes"], res["store"], res["parked"])
+	}
+	for _, k := range []string{"fill_seconds", "idle_seconds", "resume_p50_ms", "resume_p99_ms", "resume_max_ms", "reply_p50_ms"} {
+		if v, ok := res[k].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive number", k, res[k])
+		}
+	}
+	if _, err := os.Stat("/proc/self/stat"); err == nil {
+		if v, _ := res["rss_mb"].(float64); v <= 0 {
+			t.Errorf("rss_mb = %v, want the worker's memory", res["rss_mb"])
+		}
+	}
+	// The store the bench kept: four runs were answered, the others still
+	// wait for their user.
+	st, err := sqlite.Open(context.Background(), db, sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waits, err := st.Waits(context.Background(), store.ListWaitsParams{Tenant: belay.AnyTenant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered, pending := 0, 0
+	for _, w := range waits {
+		if w.Kind != store.WaitInput {
+			t.Errorf("wait %s is a %s, want input", w.ID, w.Kind)
+		}
+		switch w.Status {
+		case store.WaitAnswered:
+			answered++
+		case store.WaitPending:
+			pending++
+		}
+	}
+	if answered != 4 || pending != 26 {
+		t.Errorf("%d waits answered, %d pending; want 4 and 26", answered, pending)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 var verbs = map[string][]string{
 	"keys":       {"create", "list", "revoke"},
 	"webhooks":   {"add", "list"},
+	"schedules":  {"add", "list", "remove"},
 	"stats":      {"approvals"},
 	"killswitch": {"on", "off", "status"},
 	"policy":     {"simulate", "check"},

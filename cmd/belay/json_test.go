@@ -201,6 +201,14 @@ func TestEveryCommandPrintsJSONLines(t *testing.T) {
 		{args: []string{"keys", "list"}},
 		{args: []string{"webhooks", "add", "https://example.com/hook", "--tenant", "acme"}},
 		{args: []string{"webhooks", "list", "--tenant", "acme"}},
+		{args: []string{"schedules", "add", "nightly", "--agent", "support", "--cron", "0 2 * * *", "--input", "Check yesterday's refunds."},
+			then: func(lines []map[string]any) {
+				if len(lines) != 1 || lines[0]["name"] != "nightly" || lines[0]["overlap"] != "skip" || lines[0]["missed"] != "run_once" {
+					t.Errorf("schedules add --json: %v, want nightly with its default policies", lines)
+				}
+			}},
+		{args: []string{"schedules", "list"}},
+		{args: []string{"schedules", "remove", "nightly"}},
 		{args: []string{"killswitch", "on", "--tenant", "acme", "--reason", "provider incident"}},
 		{args: []string{"killswitch", "status"}},
 		{args: []string{"killswitch", "off", "--tenant", "acme"}},

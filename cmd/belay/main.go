@@ -57,6 +57,7 @@ func commands() []command {
 		{name: "serve", summary: "run workers, the HTTP API and the approval console (the support agent, or --config FILE)", run: runServe},
 		{name: "keys", summary: "API keys for the server: belay keys create --tenant T --role approver", run: runKeys},
 		{name: "webhooks", summary: "webhook endpoints for notifications: belay webhooks add URL --tenant T", run: runWebhooks},
+		{name: "schedules", summary: "start runs on a cron spec: belay schedules add NAME --agent A --cron SPEC --input TEXT", run: runSchedules},
 		{name: "start", summary: "queue a run for belay serve (idempotent with --request-id)", run: runStart},
 		{name: "runs", summary: "list runs with status, steps and cost", run: runRuns},
 		{name: "show", summary: "show one run: status, messages, side effects, cost (--json: the checkpoint)", run: runShow},

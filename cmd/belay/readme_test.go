@@ -201,6 +201,12 @@ func TestREADMECommands(t *testing.T) {
 		"fork": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^run run_\w+ forked from `+demoRun+` at step 4 and queued: `)
 		},
+		"schedules add": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `^schedule nightly added for tenant default: support runs "Check yesterday's refunds\." at "0 2 \* \* \*", next \d{4}-\d\d-\d\d 02:00 UTC`)
+		},
+		"schedules list": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `(?m)^default\s+nightly\s+support\s+0 2 \* \* \*\s+skip\s+run_once\s+\d{4}-\d\d-\d\d 02:00\s+-$`)
+		},
 		"killswitch on": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^kill switch engaged for tenant acme: `)
 		},
@@ -342,7 +348,7 @@ func shellWords(line string) ([]string, error) {
 func commandName(args []string) string {
 	name := args[0]
 	switch name {
-	case "stats", "killswitch", "policy":
+	case "stats", "killswitch", "policy", "schedules":
 		name += " " + args[1]
 	}
 	if name == "show" && slices.Contains(args, "--json") {

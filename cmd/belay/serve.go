@@ -113,6 +113,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if set.file != nil {
+		// The file's schedules, added again at each start: one whose spec
+		// is unchanged keeps its next firing.
+		for _, req := range set.file.ScheduleRequests() {
+			if _, err := rt.Operator().AddSchedule(ctx, req); err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", set.addr)
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w (pass --addr to choose another)", set.addr, err)

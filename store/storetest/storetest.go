@@ -84,6 +84,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ApprovalParentEffect", testApprovalParentEffect},
 		{"MoveVersion", testMoveVersion},
 		{"RunsByVersion", testRunsByVersion},
+		{"ScheduleRoundTrip", testScheduleRoundTrip},
+		{"SchedulesDue", testSchedulesDue},
+		{"ScheduleFiringOnce", testScheduleFiringOnce},
 	}
 	cases = append(cases, flowCases...)
 	for _, c := range cases {

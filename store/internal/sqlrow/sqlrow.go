@@ -133,6 +133,7 @@ var layouts = map[string]func() []string{
 	"signal":          func() []string { return namesOf(signalColumns, new(signalRaw)) },
 	"effect":          func() []string { return namesOf(effectColumns, new(effectRaw)) },
 	"lineage":         func() []string { return namesOf(lineageColumns, new(lineageRaw)) },
+	"schedule":        func() []string { return namesOf(scheduleColumns, new(scheduleRaw)) },
 	"customer_effect": func() []string { return namesOf(customerEffectColumns, new(customerEffectRaw)) },
 	"journal":         func() []string { return namesOf(journalColumns, new(struct{})) },
 	"outbox":          func() []string { return namesOf(outboxColumns, new(outboxRaw)) },

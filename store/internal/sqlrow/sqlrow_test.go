@@ -116,6 +116,7 @@ func TestLayouts(t *testing.T) {
 		"webhook":         destsOf(webhookColumns, &webhookRaw{kinds: noList{}}),
 		"lineage":         destsOf(lineageColumns, new(lineageRaw)),
 		"due_run":         destsOf(dueRunColumns, new(struct{})),
+		"schedule":        destsOf(scheduleColumns, new(scheduleRaw)),
 	}
 	if len(dests) != len(layouts) {
 		t.Fatalf("%d row types checked, %d laid out", len(dests), len(layouts))
@@ -339,6 +340,7 @@ func TestScanErrors(t *testing.T) {
 		"webhook":         func(r Scanner) error { _, err := Webhook(r, new(list)); return err },
 		"lineage":         func(r Scanner) error { _, err := Lineage(r); return err },
 		"due_run":         func(r Scanner) error { _, err := ReadDueRun(r); return err },
+		"schedule":        func(r Scanner) error { _, err := Schedule(r); return err },
 	}
 	if len(scans) != len(layouts) {
 		t.Fatalf("%d scanners tested, %d row types", len(scans), len(layouts))

@@ -1,0 +1,1 @@
+DELETE FROM schedules WHERE tenant = @tenant::text AND name = @name::text;

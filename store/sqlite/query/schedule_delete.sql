@@ -1,0 +1,1 @@
+DELETE FROM schedules WHERE tenant = @tenant AND name = @name;
