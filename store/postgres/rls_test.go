@@ -15,7 +15,7 @@ import (
 
 // tenantTables are the tables row-level security confines.
 var tenantTables = []string{"runs", "journal", "effects", "outbox", "approvals", "waits", "signals", "kill_switches",
-	"api_keys", "sessions", "webhooks", "deliveries", "run_lineage"}
+	"api_keys", "sessions", "webhooks", "deliveries", "run_lineage", "schedules"}
 
 // rlsFixture gives tenants a and b a run each with a row in every tenant
 // table.
