@@ -31,7 +31,7 @@ import (
 // documents and the binary no longer has fails the test, and so does a
 // command the README gains without an expectation here.
 //
-// `go test -race ./...`, the second of the two commands, is this suite.
+// `go test -race -timeout 30m ./...`, the second of the two commands, is this suite.
 func TestREADMECommands(t *testing.T) {
 	bin := belayBinary(t)
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))

@@ -52,6 +52,10 @@ func rlsFixture(t *testing.T, s *Store) {
 			Payload: json.RawMessage(`{}`), Now: t0}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := s.PutSchedule(ctx, store.Schedule{Tenant: tenant, Name: "nightly", Agent: "a", Spec: "@daily",
+			Input: "go", Overlap: store.OverlapSkip, Missed: store.MissedSkip, NextAt: t0.Add(time.Hour), CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.SetKillSwitch(ctx, store.KillSwitchParams{Tenant: tenant, Reason: "off", Now: t0}); err != nil {
 			t.Fatal(err)
 		}
