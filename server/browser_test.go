@@ -99,7 +99,9 @@ func TestConsoleApprovesInBrowser(t *testing.T) {
 	}
 	text := func(sel string) string {
 		t.Helper()
-		s, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS(sel)))
+		// Read in one script rather than by node: the run page redraws as
+		// its events arrive, and a node found a moment before may be gone.
+		s, err := chromedp.Run(browser, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || ""`, sel)))
 		if err != nil {
 			t.Fatalf("browser: text of %s: %v", sel, err)
 		}
