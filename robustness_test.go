@@ -127,7 +127,7 @@ func TestReplayedTurnIsGatedAsTheFirstTime(t *testing.T) {
 func TestTransientTimeoutOfASideEffectIsNotRetried(t *testing.T) {
 	st := openStore(t)
 	var landed atomic.Int32
-	charge := Tool{Name: "charge", Effect: Irreversible, Timeout: 20 * time.Millisecond,
+	charge := Tool{Name: "charge", Effect: Irreversible, Timeout: lostCallTimeout,
 		Retry: RetryPolicy{BaseDelay: time.Millisecond},
 		Call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 			landed.Add(1) // the charge lands downstream...
