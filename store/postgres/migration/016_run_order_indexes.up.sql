@@ -11,3 +11,8 @@
 -- sort costs less, whatever the statistics say.
 CREATE INDEX approvals_run_order ON approvals (tenant, run_id, created_at, seq);
 DROP INDEX approvals_run;
+
+-- A run's waits are read in their order the same way (wait_list_run.sql),
+-- and their index had the same fault.
+CREATE INDEX waits_run_order ON waits (tenant, run_id, created_at, seq);
+DROP INDEX waits_run;
