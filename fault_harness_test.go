@@ -44,9 +44,19 @@ import (
 type faultBank struct {
 	srv *httptest.Server
 
+	// refuseLate makes the bank refuse a charge that reaches it after the
+	// deadline its caller sent (CallInfo.Deadline), as a downstream that
+	// uses the deadline does. A worker stopped between its last look at
+	// its context and its send sends when it wakes; nothing in its process
+	// can prevent that (the README says so), and the fleet's random stops
+	// land there now and then on a loaded machine.
+	refuseLate bool
+
 	mu       sync.Mutex
 	landed   []landing
 	requests int
+	// late counts the charges refused for arriving after their deadline.
+	late int
 }
 
 type landing struct {
@@ -61,7 +71,8 @@ type landing struct {
 
 type chargeRequest struct {
 	landing
-	HonorsKey bool `json:"honors_key"`
+	HonorsKey bool      `json:"honors_key"`
+	Deadline  time.Time `json:"deadline"`
 }
 
 func newFaultBank(t *testing.T) *faultBank {
@@ -75,6 +86,12 @@ func newFaultBank(t *testing.T) *faultBank {
 		}
 		b.mu.Lock()
 		b.requests++
+		if b.refuseLate && !req.Deadline.IsZero() && time.Now().After(req.Deadline) {
+			b.late++
+			b.mu.Unlock()
+			http.Error(w, "the charge arrived after its deadline; nothing was charged", http.StatusConflict)
+			return
+		}
 		if !(req.HonorsKey && b.findLocked(req.Key) >= 0) {
 			req.landing.At = time.Now()
 			b.landed = append(b.landed, req.landing)
@@ -223,7 +240,7 @@ func faultAgent(cfg faultConfig, out io.Writer) *belay.Agent {
 					return nil, err
 				}
 				body, _ := json.Marshal(chargeRequest{landing: landing{Run: ci.RunID, Tool: name, Key: ci.IdempotencyKey,
-					Token: ci.FencingToken, By: cfg.Name}, HonorsKey: kind == honorsKey})
+					Token: ci.FencingToken, By: cfg.Name}, HonorsKey: kind == honorsKey, Deadline: ci.Deadline})
 				req, _ := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, cfg.Bank+"/charge", strings.NewReader(string(body)))
 				res, err := client.Do(req)
 				if err != nil {
@@ -231,6 +248,9 @@ func faultAgent(cfg faultConfig, out io.Writer) *belay.Agent {
 				}
 				answer, _ := io.ReadAll(res.Body)
 				res.Body.Close()
+				if res.StatusCode == http.StatusConflict {
+					return nil, belay.Transient(fmt.Errorf("the bank refused the charge: %s", answer))
+				}
 				mark("after-send", ci.RunID, name, ci.FencingToken)
 				// The answer is slow to come back.
 				select {

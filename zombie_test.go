@@ -421,6 +421,7 @@ func fleetCase(t *testing.T, storeKind string, runs int) {
 	defer cancel()
 	cfg, st := faultStore(t, storeKind)
 	bank := newFaultBank(t)
+	bank.refuseLate = true
 	cfg.Bank, cfg.TTL, cfg.Timeout = bank.srv.URL, time.Second, 1500*time.Millisecond
 	cfg.Tools = []toolKind{reconcile, honorsKey, neither}
 	cfg.Workers = 8
@@ -610,8 +611,11 @@ func fleetCase(t *testing.T, storeKind string, runs int) {
 	for _, ds := range decisions {
 		answered += len(ds)
 	}
-	t.Logf("%d runs (%d effects) on %s in %v: %d stops of 2-4 s, %d kills; %d runs taken over, %d waits for a predecessor's call, %d calls sent, %d outcomes a person answered",
-		runs, 3*runs, storeKind, elapsed.Round(time.Second), freezes, kills, takeovers, waits, attempts, answered)
+	bank.mu.Lock()
+	late := bank.late
+	bank.mu.Unlock()
+	t.Logf("%d runs (%d effects) on %s in %v: %d stops of 2-4 s, %d kills; %d runs taken over, %d waits for a predecessor's call, %d calls sent, %d refused by the bank as late, %d outcomes a person answered",
+		runs, 3*runs, storeKind, elapsed.Round(time.Second), freezes, kills, takeovers, waits, attempts, late, answered)
 	if freezes < 5 || kills < 5 || takeovers < 10 {
 		t.Errorf("%d stops, %d kills, %d takeovers: the faults did not reach the runs often enough for the test to mean much", freezes, kills, takeovers)
 	}
