@@ -263,3 +263,75 @@ func countPauses(t *testing.T, st store.Store, runID, reason string) int {
 	}
 	return n
 }
+
+// A version that continues same tools takes the runs of a version whose
+// tools are the same, only its instructions changed, without a pause; a
+// tool added or removed, a schema changed, or the option off, and the run
+// pauses with version_mismatch as before.
+func TestContinuesSameTools(t *testing.T) {
+	t.Parallel()
+	lookup := NewTool("lookup", "look an order up", Read, func(context.Context, struct {
+		Order string `json:"order"`
+	}) (string, error) {
+		return "shipped", nil
+	})
+	lookupVerbose := NewTool("lookup", "look an order up, in detail", Read, func(context.Context, struct {
+		Order   string `json:"order"`
+		Verbose bool   `json:"verbose"`
+	}) (string, error) {
+		return "shipped on Monday", nil
+	})
+	note := NewTool("note", "write a note", Write, func(context.Context, struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return "noted", nil
+	})
+	// The reworded description of the same tool counts as instructions.
+	lookupReworded := lookup
+	lookupReworded.Description = "find where an order is"
+	for _, c := range []struct {
+		name      string
+		tools     []Tool
+		sameTools bool
+		continues bool
+	}{
+		{"same tools, instructions changed", []Tool{lookupReworded}, true, true},
+		{"a tool added", []Tool{lookup, note}, true, false},
+		{"a tool removed", nil, true, false},
+		{"a schema changed", []Tool{lookupVerbose}, true, false},
+		{"same tools, the option off", []Tool{lookup}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			st := openStore(t)
+			ctx := context.Background()
+			old := &Agent{Name: "a", Instructions: "be brief", Tools: []Tool{lookup}, Model: scripted.New()}
+			run, _, err := newRuntime(t, st, nil, old).StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "hi"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := &Agent{Name: "a", Instructions: "be thorough", Tools: c.tools, ContinuesSameTools: c.sameTools,
+				Model: scripted.New(scripted.Reply{Text: "done on the new version"})}
+			if err := newRuntime(t, st, nil, next).Drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if next.Version == old.Version {
+				t.Fatal("the two versions are one")
+			}
+			got := getRun(t, st, run.ID)
+			if !c.continues {
+				if got.Status != store.StatusPaused || got.StopReason != "version_mismatch" || got.AgentVersion != old.Version {
+					t.Errorf("the run is %s (%s) on %s, want paused on version_mismatch on the old version", got.Status, got.StopReason, got.AgentVersion)
+				}
+				return
+			}
+			if got.Status != store.StatusDone || got.AgentVersion != next.Version {
+				t.Fatalf("the run is %s (%s: %s) on %s, want done on the new version", got.Status, got.StopReason, got.StopDetail, got.AgentVersion)
+			}
+			d, err := store.DecodeEvent[store.MigratedData](findEvent(t, st, run.ID, store.EventMigrated))
+			if err != nil || d.By != ContinuesDecider || d.Tools == "" {
+				t.Errorf("migrated event %+v, %v; want by %s with the tools' fingerprint", d, err, ContinuesDecider)
+			}
+		})
+	}
+}
