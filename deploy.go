@@ -48,24 +48,34 @@ func (x *execution) sameTools(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read the run's tools fingerprint: %w", err)
 	}
+	recorded, err := recordedTools(events)
+	if err != nil {
+		return false, err
+	}
+	return recorded != "" && recorded == x.agent.toolPrint, nil
+}
+
+// recordedTools is the tools fingerprint a run's trace recorded last: when
+// it was created, or when it last moved version. Empty when unknown.
+func recordedTools(events []store.Event) (string, error) {
 	recorded := ""
 	for _, ev := range events {
 		switch ev.Type {
 		case store.EventRunCreated:
 			d, err := store.DecodeEvent[store.RunCreatedData](ev)
 			if err != nil {
-				return false, err
+				return "", err
 			}
 			recorded = d.Tools
 		case store.EventMigrated:
 			d, err := store.DecodeEvent[store.MigratedData](ev)
 			if err != nil {
-				return false, err
+				return "", err
 			}
 			recorded = d.Tools
 		}
 	}
-	return recorded != "" && recorded == x.agent.toolPrint, nil
+	return recorded, nil
 }
 
 // MigrateAllOptions selects the runs MigrateAll moves.

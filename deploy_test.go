@@ -306,7 +306,14 @@ func TestContinuesSameTools(t *testing.T) {
 			st := openStore(t)
 			ctx := context.Background()
 			old := &Agent{Name: "a", Instructions: "be brief", Tools: []Tool{lookup}, Model: scripted.New()}
-			run, _, err := newRuntime(t, st, nil, old).StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "hi"})
+			rtOld := newRuntime(t, st, nil, old)
+			run, _, err := rtOld.StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "hi"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A fork of the run, on its version, is continued or paused as
+			// the run is.
+			fork, err := rtOld.Fork(ctx, run.ID, ForkOptions{AtStep: 0, By: "human:fran"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,19 +325,21 @@ func TestContinuesSameTools(t *testing.T) {
 			if next.Version == old.Version {
 				t.Fatal("the two versions are one")
 			}
-			got := getRun(t, st, run.ID)
-			if !c.continues {
-				if got.Status != store.StatusPaused || got.StopReason != "version_mismatch" || got.AgentVersion != old.Version {
-					t.Errorf("the run is %s (%s) on %s, want paused on version_mismatch on the old version", got.Status, got.StopReason, got.AgentVersion)
+			for _, id := range []string{run.ID, fork.ID} {
+				got := getRun(t, st, id)
+				if !c.continues {
+					if got.Status != store.StatusPaused || got.StopReason != "version_mismatch" || got.AgentVersion != old.Version {
+						t.Errorf("run %s is %s (%s) on %s, want paused on version_mismatch on the old version", id, got.Status, got.StopReason, got.AgentVersion)
+					}
+					continue
 				}
-				return
-			}
-			if got.Status != store.StatusDone || got.AgentVersion != next.Version {
-				t.Fatalf("the run is %s (%s: %s) on %s, want done on the new version", got.Status, got.StopReason, got.StopDetail, got.AgentVersion)
-			}
-			d, err := store.DecodeEvent[store.MigratedData](findEvent(t, st, run.ID, store.EventMigrated))
-			if err != nil || d.By != ContinuesDecider || d.Tools == "" {
-				t.Errorf("migrated event %+v, %v; want by %s with the tools' fingerprint", d, err, ContinuesDecider)
+				if got.Status != store.StatusDone || got.AgentVersion != next.Version {
+					t.Fatalf("run %s is %s (%s: %s) on %s, want done on the new version", id, got.Status, got.StopReason, got.StopDetail, got.AgentVersion)
+				}
+				d, err := store.DecodeEvent[store.MigratedData](findEvent(t, st, id, store.EventMigrated))
+				if err != nil || d.By != ContinuesDecider || d.Tools == "" {
+					t.Errorf("run %s: migrated event %+v, %v; want by %s with the tools' fingerprint", id, d, err, ContinuesDecider)
+				}
 			}
 		})
 	}

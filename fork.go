@@ -88,6 +88,16 @@ func (op *Operator) Fork(ctx context.Context, parentID string, o ForkOptions) (s
 	if err != nil {
 		return store.Run{}, fmt.Errorf("fork: %w", err)
 	}
+	// The fork is on its parent's version, with its tools: a version that
+	// continues same tools continues the fork as it would the parent.
+	parentEvents, err := op.store.Events(ctx, parent.ID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("fork: %w", err)
+	}
+	tools, err := recordedTools(parentEvents)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("fork: tools of run %s: %w", parent.ID, err)
+	}
 	var plan planState
 	for _, m := range history.msgs {
 		if m.Role == string(model.RoleAssistant) {
@@ -117,7 +127,7 @@ func (op *Operator) Fork(ctx context.Context, parentID string, o ForkOptions) (s
 	}
 	events := []store.Event{
 		event(o.AtStep, now, store.EventRunCreated, store.RunCreatedData{
-			Agent: parent.Agent, Version: parent.AgentVersion, User: parent.User, DryRun: parent.DryRun}),
+			Agent: parent.Agent, Version: parent.AgentVersion, Tools: tools, User: parent.User, DryRun: parent.DryRun}),
 		event(o.AtStep, now, store.EventForked, store.ForkedData{Parent: parent.ID, AtStep: o.AtStep, By: o.By,
 			Reason: o.Reason, Messages: len(history.msgs), Effects: len(carried), MessageChanged: history.changed}),
 	}
