@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/belayrun/belay/internal/guard"
+	"github.com/belayrun/belay/internal/ledger"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
 )
@@ -30,6 +33,20 @@ type Agent struct {
 	// pausing it with version_mismatch. Default: none, every other version
 	// pauses.
 	Continues []string
+	// ContinuesSameTools lets this version continue, as Continues does, the
+	// runs of any other version of the agent whose tools are the same: the
+	// same names, input schemas, effect classes, key fields and scopes,
+	// and the same built-in waiting tools (ask_user, wait_for_event,
+	// ask_person), so that only the instructions, tool descriptions, model
+	// or other settings changed. The effect classes, key fields and scopes
+	// count because they decide the keys of a run's side effects: a run
+	// moved to other keys could do again what it did. Each run records the
+	// fingerprint of its version's tools in its trace when it starts or
+	// moves; a run without one (started before this field existed, or
+	// moved by a person to a version this process does not serve) pauses
+	// with version_mismatch as before. Default false: only the versions
+	// listed in Continues are continued.
+	ContinuesSameTools bool
 	// Model answers each turn. Required.
 	Model model.Model
 	// Fallback, if set, answers a turn when Model is overloaded after its
@@ -83,6 +100,8 @@ type Agent struct {
 	Limits []ProviderLimit
 
 	tools map[string]*Tool
+	// toolPrint is the fingerprint of the tools (see ContinuesSameTools).
+	toolPrint string
 	// sensitive is what each run of the agent records of its tools'
 	// secrets; nil when no tool has any.
 	sensitive map[string]store.SensitiveArgs
@@ -180,7 +199,38 @@ func (a *Agent) prepare() error {
 	if a.Version == "" {
 		a.Version = a.hash()
 	}
+	a.toolPrint = a.toolFingerprint()
 	return nil
+}
+
+// toolFingerprint covers what a run's history and side effects depend on
+// in the agent's tools, and nothing a new version may reword: tool
+// descriptions, instructions and the model are left out. Tools are sorted
+// by name, so their order does not count.
+func (a *Agent) toolFingerprint() string {
+	type toolDef struct {
+		Name      string
+		Schema    json.RawMessage
+		Effect    EffectClass
+		KeyFields []string
+		Deferred  bool
+		Scope     EffectScope
+	}
+	def := struct {
+		Tools                        []toolDef
+		Conversation, Events, People bool
+	}{Conversation: a.Conversation != nil, Events: a.Events != nil, People: a.People != nil}
+	for _, t := range a.Tools {
+		schema := t.InputSchema
+		if c, err := ledger.Canonical(schema, nil); err == nil {
+			schema = c
+		}
+		def.Tools = append(def.Tools, toolDef{t.Name, schema, t.Effect, t.KeyFields, t.Deferred != nil, t.Scope})
+	}
+	slices.SortFunc(def.Tools, func(x, y toolDef) int { return strings.Compare(x.Name, y.Name) })
+	b, _ := json.Marshal(def)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // checkBudget refuses a dollar budget on a model the price table does not

@@ -27,13 +27,55 @@ func (x *execution) continueVersion(ctx context.Context) error {
 	}
 	from, now := x.run.AgentVersion, x.r.cfg.now()
 	events := []store.Event{event(x.run.Step, now, store.EventMigrated, store.MigratedData{
-		By: ContinuesDecider, Agent: x.agent.Name, From: from, To: x.agent.Version})}
+		By: ContinuesDecider, Agent: x.agent.Name, From: from, To: x.agent.Version, Tools: x.agent.toolPrint})}
 	if err := d.MoveVersion(ctx, store.MoveVersionParams{Fence: x.fence(), Now: now, From: from, To: x.agent.Version, Events: events}); err != nil {
 		return err
 	}
 	x.run.AgentVersion = x.agent.Version
 	x.observe(events)
 	return nil
+}
+
+// sameTools reports whether the agent continues runs of other versions
+// with the same tools (Agent.ContinuesSameTools) and the run's version has
+// them: the tools fingerprint its trace recorded last, when the run
+// started or last moved version, is the worker's.
+func (x *execution) sameTools(ctx context.Context) (bool, error) {
+	if !x.agent.ContinuesSameTools {
+		return false, nil
+	}
+	events, err := x.r.store.Events(ctx, x.run.ID)
+	if err != nil {
+		return false, fmt.Errorf("read the run's tools fingerprint: %w", err)
+	}
+	recorded, err := recordedTools(events)
+	if err != nil {
+		return false, err
+	}
+	return recorded != "" && recorded == x.agent.toolPrint, nil
+}
+
+// recordedTools is the tools fingerprint a run's trace recorded last: when
+// it was created, or when it last moved version. Empty when unknown.
+func recordedTools(events []store.Event) (string, error) {
+	recorded := ""
+	for _, ev := range events {
+		switch ev.Type {
+		case store.EventRunCreated:
+			d, err := store.DecodeEvent[store.RunCreatedData](ev)
+			if err != nil {
+				return "", err
+			}
+			recorded = d.Tools
+		case store.EventMigrated:
+			d, err := store.DecodeEvent[store.MigratedData](ev)
+			if err != nil {
+				return "", err
+			}
+			recorded = d.Tools
+		}
+	}
+	return recorded, nil
 }
 
 // MigrateAllOptions selects the runs MigrateAll moves.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/store"
@@ -57,7 +58,8 @@ func (r *Runtime) Fork(ctx context.Context, parentID string, o ForkOptions) (sto
 
 // Fork makes a queued fork of a run at step o.AtStep (see ForkOptions) and
 // records its lineage. Its usage and plan are the parent's at that step, its
-// budget the parent's, and its guards' state is rebuilt from its history by
+// budget the parent's with the time the parent had left at that step (see
+// forkBudget), and its guards' state is rebuilt from its history by
 // the first worker that claims it. A parent in any status may be forked,
 // one still running included: only its completed steps are read.
 func (op *Operator) Fork(ctx context.Context, parentID string, o ForkOptions) (store.Run, error) {
@@ -81,6 +83,20 @@ func (op *Operator) Fork(ctx context.Context, parentID string, o ForkOptions) (s
 	usage, err := op.usageAt(ctx, parent, o.AtStep)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("fork: %w", err)
+	}
+	budget, err := forkBudget(parent, usage.At, now)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("fork: %w", err)
+	}
+	// The fork is on its parent's version, with its tools: a version that
+	// continues same tools continues the fork as it would the parent.
+	parentEvents, err := op.store.Events(ctx, parent.ID)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("fork: %w", err)
+	}
+	tools, err := recordedTools(parentEvents)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("fork: tools of run %s: %w", parent.ID, err)
 	}
 	var plan planState
 	for _, m := range history.msgs {
@@ -111,14 +127,14 @@ func (op *Operator) Fork(ctx context.Context, parentID string, o ForkOptions) (s
 	}
 	events := []store.Event{
 		event(o.AtStep, now, store.EventRunCreated, store.RunCreatedData{
-			Agent: parent.Agent, Version: parent.AgentVersion, User: parent.User, DryRun: parent.DryRun}),
+			Agent: parent.Agent, Version: parent.AgentVersion, Tools: tools, User: parent.User, DryRun: parent.DryRun}),
 		event(o.AtStep, now, store.EventForked, store.ForkedData{Parent: parent.ID, AtStep: o.AtStep, By: o.By,
 			Reason: o.Reason, Messages: len(history.msgs), Effects: len(carried), MessageChanged: history.changed}),
 	}
 	p := store.ForkRunParams{
 		Run: store.CreateRunParams{ID: id, Tenant: parent.Tenant, User: parent.User, Agent: parent.Agent,
 			AgentVersion: parent.AgentVersion, Input: history.input, DryRun: parent.DryRun, RequestedBy: o.By,
-			Budget: parent.Budget, Sensitive: parent.Sensitive, Now: now, Events: events,
+			Budget: budget, Sensitive: parent.Sensitive, Now: now, Events: events,
 			// The fork acts on what its parent acted on: it shares its key.
 			ConcurrencyKey: parent.ConcurrencyKey, ConcurrencyLimit: parent.ConcurrencyLimit, Priority: parent.Priority},
 		Step: o.AtStep, InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens,
@@ -262,12 +278,15 @@ func lastCustomerMessage(rows []store.Message, blocks [][]model.Block) int {
 // forkUsage is what a run had used by a step.
 type forkUsage struct {
 	InputTokens, OutputTokens, ModelCalls, CostNanoUSD int64
+	// At is when the parent reached the fork's step: the time of its last
+	// event before the step, or its creation for step 0.
+	At time.Time
 }
 
 // usageAt adds up the model calls the parent's trace records before step
 // atStep: the call that asked for step k's tools is recorded at step k-1.
 func (op *Operator) usageAt(ctx context.Context, parent store.Run, atStep int) (forkUsage, error) {
-	var u forkUsage
+	u := forkUsage{At: parent.CreatedAt}
 	if atStep == 0 {
 		return u, nil
 	}
@@ -276,7 +295,13 @@ func (op *Operator) usageAt(ctx context.Context, parent store.Run, atStep int) (
 		return u, err
 	}
 	for _, ev := range events {
-		if ev.Type != store.EventModelCall || ev.Step >= atStep {
+		if ev.Step >= atStep {
+			continue
+		}
+		if ev.Time.After(u.At) {
+			u.At = ev.Time
+		}
+		if ev.Type != store.EventModelCall {
 			continue
 		}
 		d, err := store.DecodeEvent[store.ModelCallData](ev)
@@ -289,4 +314,25 @@ func (op *Operator) usageAt(ctx context.Context, parent store.Run, atStep int) (
 		u.CostNanoUSD += int64(math.Round(d.CostUSD * 1e9))
 	}
 	return u, nil
+}
+
+// forkBudget is the parent's budget for a fork made at now of the parent as
+// it was at time at. The parent's absolute deadline may have passed long
+// before the fork is made, so the fork gets the time the parent had left
+// at the fork's step instead (none, if the parent had run out). A budget
+// recorded before budgets had limits of their own counts its deadline from
+// the fork's creation, as it would for any run created then.
+func forkBudget(parent store.Run, at, now time.Time) (json.RawMessage, error) {
+	if len(parent.Budget) == 0 {
+		return parent.Budget, nil
+	}
+	var b runBudget
+	if err := json.Unmarshal(parent.Budget, &b); err != nil {
+		return nil, fmt.Errorf("budget of run %s: %w", parent.ID, err)
+	}
+	if b.DeadlineAt.IsZero() || !b.recorded() {
+		return parent.Budget, nil
+	}
+	b.DeadlineAt = now.Add(max(b.DeadlineAt.Sub(at), 0))
+	return json.Marshal(b)
 }

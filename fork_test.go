@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
@@ -104,5 +105,55 @@ func TestForkAnswersTheParentsEffectsFromItsLedger(t *testing.T) {
 	blocks, _ := model.DecodeBlocks(msgs[len(msgs)-2].Content)
 	if len(blocks) != 1 || !strings.Contains(blocks[0].Content, "note N-1") {
 		t.Errorf("the fork's second note answered %+v, want the parent's result", blocks)
+	}
+}
+
+// A fork gets the time its parent had left at the fork's step, not the
+// parent's absolute deadline, which had passed when the fork was made.
+func TestForkHasTheTimeItsParentHadLeft(t *testing.T) {
+	t.Parallel()
+	st, c := openStore(t), newClock()
+	ctx := context.Background()
+	// The lookup takes ten minutes of the parent's hour.
+	lookup := NewTool("lookup", "look the order up", Read, func(context.Context, struct {
+		Order string `json:"order"`
+	}) (string, error) {
+		c.Advance(10 * time.Minute)
+		return "shipped", nil
+	})
+	m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		if len(toolResults(req.Messages)) == 0 {
+			return scripted.Reply{Calls: []scripted.Call{{Name: "lookup", Args: map[string]string{"order": "o-1"}}}}, nil
+		}
+		return scripted.Reply{Text: "it shipped"}, nil
+	})
+	rt := newRuntime(t, st, c, &Agent{Name: "a", Model: m, Tools: []Tool{lookup}, Budget: Budget{Deadline: time.Hour}})
+	parent, _, err := rt.StartRun(ctx, RunRequest{Agent: "a", User: "u", Input: "where is my order?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if parent = getRun(t, st, parent.ID); parent.Status != store.StatusDone || parent.Step != 1 {
+		t.Fatalf("parent %s (%s) at step %d, want done at step 1", parent.Status, parent.StopReason, parent.Step)
+	}
+	c.Advance(2 * time.Hour) // the parent's deadline has passed
+	for _, step := range []int{0, 1} {
+		fork, err := rt.Fork(ctx, parent.ID, ForkOptions{AtStep: step, By: "human:fran"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b runBudget
+		if err := json.Unmarshal(fork.Budget, &b); err != nil {
+			t.Fatal(err)
+		}
+		left := time.Hour - time.Duration(step)*10*time.Minute
+		if want := c.Now().Add(left); !b.DeadlineAt.Equal(want) {
+			t.Errorf("a fork at step %d has its deadline at %s, want %s (the %s its parent had left)", step, b.DeadlineAt, want, left)
+		}
+		if done := drainRun(t, rt, st, fork.ID); done.Status != store.StatusDone {
+			t.Errorf("a fork at step %d is %s (%s: %s), want done within its time", step, done.Status, done.StopReason, done.StopDetail)
+		}
 	}
 }

@@ -238,11 +238,17 @@ func (op *Operator) migrate(ctx context.Context, run store.Run, to, by string) (
 		return store.Run{}, fmt.Errorf("migrate: run %s is on version %s already; resume it to continue on that version", run.ID, to)
 	}
 	now := op.now()
+	// The tools of version to are known when this process serves it; the
+	// run then records them for a later version that continues same tools.
+	tools := ""
+	if a, ok := op.agents[run.Agent]; ok && a.Version == to {
+		tools = a.toolPrint
+	}
 	p := store.ResumeRunParams{
 		Tenant: run.Tenant, RunID: run.ID, Now: now, From: []store.Status{store.StatusPaused}, StopReason: "version_mismatch",
 		AgentVersion: to,
 		Events: []store.Event{event(run.Step, now, store.EventMigrated, store.MigratedData{
-			By: by, Agent: run.Agent, From: run.AgentVersion, To: to})},
+			By: by, Agent: run.Agent, From: run.AgentVersion, To: to, Tools: tools})},
 	}
 	migrated, err := op.store.ResumeRun(ctx, p)
 	if err != nil {

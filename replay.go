@@ -307,7 +307,7 @@ func replayOne(ctx context.Context, src store.Store, run store.Run, o ReplayOpti
 func compareEffects(rec *recording) []ReplayedEffect {
 	recorded := slices.Clone(rec.order)
 	used := make([]bool, len(recorded))
-	var out []ReplayedEffect
+	out := []ReplayedEffect{}
 	var unmatched []replayCall
 	for _, d := range rec.did {
 		i := slices.IndexFunc(recorded, func(e store.Effect) bool { return e.Tool == d.tool && e.ArgsHash == d.argsHash })
@@ -347,4 +347,47 @@ func compareEffects(rec *recording) []ReplayedEffect {
 		}
 	}
 	return out
+}
+
+// ReplaySummary is the aggregate of a set of replays.
+type ReplaySummary struct {
+	Runs          int   `json:"runs"`
+	Verified      int   `json:"verified"`
+	Same          int   `json:"same"`
+	Missing       int   `json:"missing"`
+	Extra         int   `json:"extra"`
+	DifferentArgs int   `json:"different_args"`
+	WouldHaveDone int   `json:"would_have_done"`
+	Approvals     int   `json:"approvals"`
+	Turns         int64 `json:"turns"`
+	InputTokens   int64 `json:"input_tokens"`
+	OutputTokens  int64 `json:"output_tokens"`
+	CostNanoUSD   int64 `json:"cost_nano_usd"`
+	// Unchanged counts the replays that made every side effect of their
+	// recording with the same arguments and no other.
+	Unchanged int `json:"unchanged"`
+}
+
+// SummarizeReplays adds up results.
+func SummarizeReplays(results []ReplayResult) ReplaySummary {
+	s := ReplaySummary{Runs: len(results)}
+	for _, r := range results {
+		if r.Verified {
+			s.Verified++
+		}
+		if r.Missing == 0 && r.Extra == 0 && r.DifferentArgs == 0 {
+			s.Unchanged++
+		}
+		s.Same += r.Same
+		s.Missing += r.Missing
+		s.Extra += r.Extra
+		s.DifferentArgs += r.DifferentArgs
+		s.WouldHaveDone += r.WouldHaveDone
+		s.Approvals += r.Approvals
+		s.Turns += r.Turns
+		s.InputTokens += r.InputTokens
+		s.OutputTokens += r.OutputTokens
+		s.CostNanoUSD += r.CostNanoUSD
+	}
+	return s
 }

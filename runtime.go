@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -289,7 +290,7 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 		ConcurrencyKey: req.ConcurrencyKey, ConcurrencyLimit: req.ConcurrencyLimit, Priority: req.Priority,
 		Sensitive: a.sensitive, NotBefore: req.NotBefore, Now: now,
 		Events: []store.Event{event(0, now, store.EventRunCreated, store.RunCreatedData{
-			Agent: a.Name, Version: a.Version, User: req.User, DryRun: req.DryRun})},
+			Agent: a.Name, Version: a.Version, Tools: a.toolPrint, User: req.User, DryRun: req.DryRun})},
 	}
 	run, created, err = r.store.CreateRun(ctx, p)
 	if err != nil {
@@ -500,3 +501,7 @@ func (r *Runtime) Agent(name string) (*Agent, bool) {
 	a, ok := r.agents[name]
 	return a, ok
 }
+
+// AgentNames returns the names of the registered agents, in the order they
+// were configured.
+func (r *Runtime) AgentNames() []string { return slices.Clone(r.agentNames) }

@@ -171,9 +171,19 @@ func (x *execution) loop(ctx context.Context) error {
 		return err
 	}
 	x.durable = stateOf(x.run)
-	if x.run.AgentVersion != x.agent.Version && slices.Contains(x.agent.Continues, x.run.AgentVersion) {
-		if err := x.continueVersion(ctx); err != nil {
-			return err
+	if x.run.AgentVersion != x.agent.Version {
+		continues := slices.Contains(x.agent.Continues, x.run.AgentVersion)
+		if !continues {
+			same, err := x.sameTools(ctx)
+			if err != nil {
+				return err
+			}
+			continues = same
+		}
+		if continues {
+			if err := x.continueVersion(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	if x.run.AgentVersion != x.agent.Version {

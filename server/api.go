@@ -88,6 +88,7 @@ func (s *Server) apiRoutes(mux routeMux) {
 	mux.Handle("POST /v1/runs/{id}/cancel", s.api(s.cancelRun, operators...))
 	mux.Handle("POST /v1/runs/{id}/fork", s.api(s.forkRun, operators...))
 	mux.Handle("POST /v1/migrations", s.api(s.migrate, operators...))
+	mux.Handle("POST /v1/replays", s.api(s.replay, operators...))
 	mux.Handle("GET /v1/schedules", s.api(s.listSchedules, readers...))
 	mux.Handle("PUT /v1/schedules/{name}", s.api(s.putSchedule, operators...))
 	mux.Handle("DELETE /v1/schedules/{name}", s.api(s.deleteSchedule, operators...))

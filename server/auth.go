@@ -57,6 +57,9 @@ func (p Principal) Has(roles ...store.Role) bool {
 // Approver reports whether the principal may decide approvals.
 func (p Principal) Approver() bool { return p.Has(store.RoleApprover) }
 
+// Operator reports whether the principal may start, replay and cancel runs.
+func (p Principal) Operator() bool { return p.Has(operators...) }
+
 // NewKey is a created key: Secret is the whole key, shown once.
 type NewKey struct {
 	Key    store.APIKey

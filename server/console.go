@@ -94,6 +94,8 @@ func (s *Server) consoleRoutes() (map[string]http.Handler, error) {
 		"GET /console/runs/{id}/events":         http.HandlerFunc(s.followRunPage),
 		"POST /console/runs/{id}/cancel":        s.page(s.cancelForm, operators...),
 		"GET /console/stats":                    s.page(s.statsPage, readers...),
+		"GET /console/replay":                   s.page(s.replayPage, operators...),
+		"POST /console/replay":                  s.page(s.replayFormPost, operators...),
 		"GET /console/live":                     http.HandlerFunc(s.live),
 		"GET /console/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.renderStatus(w, r, http.StatusNotFound, "Not found", "There is no such page.")

@@ -255,6 +255,7 @@ func (d *driver) driveRuns(op, both, approver string) {
 	d.driveEvents(approver, r.ID)
 	d.driveFork(op, approver, r.ID)
 	d.driveMigrations(op)
+	d.driveReplays(op, r.ID)
 	d.expect(apiCall{method: "POST", path: "/v1/runs/" + r.ID + "/cancel", key: op}, 409, "wrong_status")
 
 	// The person who started a run does not approve its actions.

@@ -189,6 +189,8 @@ func bodyOf(route string) any {
 		return map[string]any{"at_step": 0}
 	case "POST /v1/migrations":
 		return map[string]any{"from": "v0", "to": "v1"}
+	case "POST /v1/replays":
+		return map[string]any{"agent": "support", "runs": []string{"unknown-id"}}
 	case "POST /v1/runs/{id}/results/{call}":
 		return map[string]any{"result": "yes"}
 	case "POST /v1/approvals/{id}/decision":

@@ -88,8 +88,11 @@ const (
 
 // RunCreatedData is a run_created event.
 type RunCreatedData struct {
-	Agent   string `json:"agent"`
-	DryRun  bool   `json:"dry_run"`
+	Agent  string `json:"agent"`
+	DryRun bool   `json:"dry_run"`
+	// Tools is the fingerprint of the tools of the run's version (see
+	// belay.Agent.ContinuesSameTools); empty in traces from before it.
+	Tools   string `json:"tools,omitempty"`
 	User    string `json:"user"`
 	Version string `json:"version"`
 }
@@ -306,6 +309,9 @@ type MigratedData struct {
 	By    string `json:"by"`
 	From  string `json:"from"`
 	To    string `json:"to"`
+	// Tools is the fingerprint of the tools of version To, when the mover
+	// knew it; empty otherwise.
+	Tools string `json:"tools,omitempty"`
 }
 
 // OutcomeResolvedData is an outcome_resolved event.
