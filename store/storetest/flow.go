@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -31,6 +32,7 @@ var flowCases = []struct {
 	{"ClaimTenantStartRate", testClaimTenantStartRate},
 	{"ClaimAgentStartRate", testClaimAgentStartRate},
 	{"ClaimStartRateConcurrent", testClaimStartRateConcurrent},
+	{"RecentEffects", testRecentEffects},
 	{"BucketsTakeAndRefill", testBucketsTakeAndRefill},
 	{"BucketsAllOrNothing", testBucketsAllOrNothing},
 	{"BucketsDrain", testBucketsDrain},
@@ -707,5 +709,72 @@ func testClaimStartRateConcurrent(t *testing.T, s store.Store) {
 	}
 	if claimed := claimConcurrently(t, s, 6, 2); claimed != 3 {
 		t.Errorf("6 workers claiming at once started %d runs of a tenant starting 3 a second", claimed)
+	}
+}
+
+// RecentEffects reads a tenant's effects of one tool since a time across
+// runs, with each run's user, oldest first: done, unknown and pending ones
+// (a refund may be in flight), not failed ones, not the asking run's, not
+// another tenant's or another tool's, none begun before the window.
+func testRecentEffects(t *testing.T, s store.Store) {
+	h, ok := s.(store.EffectHistory)
+	if !ok {
+		t.Fatalf("%T reads no effects across runs (store.EffectHistory)", s)
+	}
+	tenant := uniq("tenant")
+	ada := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada"})
+	bob := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "bob"})
+	asking := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada"})
+	elsewhere := newRun(t, s, store.CreateRunParams{User: "ada"})
+	claimed := map[string]store.Run{}
+	for _, r := range claimAll(t, s, "w1", t0, time.Hour) {
+		claimed[r.ID] = r
+	}
+	effect := func(r store.Run, tool string, m int, state store.EffectState) {
+		t.Helper()
+		c := claimed[r.ID]
+		in := intent(r, uniq("key"), "h")
+		in.Tool = tool
+		in.Args = json.RawMessage(fmt.Sprintf(`{"amount":%d}`, m))
+		at := t0.Add(time.Duration(m) * time.Minute)
+		beginEffect(t, s, store.BeginEffectParams{Fence: fence(c), Now: at, Effect: in})
+		if state != store.EffectPending {
+			checkpoint(t, s, store.CheckpointParams{Fence: fence(c), Now: at.Add(time.Second), Run: update(c),
+				Effects: []store.EffectUpdate{{Tenant: r.Tenant, Key: in.Key, State: state, Result: json.RawMessage(`{}`)}}})
+		}
+	}
+	effect(ada, "refund", 0, store.EffectDone) // before the window
+	effect(ada, "refund", 1, store.EffectDone)
+	effect(bob, "refund", 2, store.EffectPending)
+	effect(ada, "refund", 3, store.EffectFailed)
+	effect(ada, "email", 4, store.EffectDone)
+	effect(bob, "refund", 5, store.EffectUnknown)
+	effect(asking, "refund", 6, store.EffectDone)
+	effect(elsewhere, "refund", 7, store.EffectDone)
+	got, err := h.RecentEffects(t.Context(), store.RecentEffectsParams{Tenant: tenant, Tool: "refund",
+		Since: t0.Add(time.Minute), ExceptRun: asking.ID, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		run, user, args string
+		state           store.EffectState
+		at              time.Time
+	}
+	var rows []row
+	for _, e := range got {
+		rows = append(rows, row{e.RunID, e.User, string(e.Args), e.State, e.CreatedAt})
+	}
+	want := []row{
+		{ada.ID, "ada", `{"amount":1}`, store.EffectDone, t0.Add(time.Minute)},
+		{bob.ID, "bob", `{"amount":2}`, store.EffectPending, t0.Add(2 * time.Minute)},
+		{bob.ID, "bob", `{"amount":5}`, store.EffectUnknown, t0.Add(5 * time.Minute)},
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("RecentEffects:\n got %v\nwant %v", rows, want)
+	}
+	if got, err := h.RecentEffects(t.Context(), store.RecentEffectsParams{Tenant: tenant, Tool: "refund",
+		Since: t0.Add(time.Minute), ExceptRun: asking.ID, Limit: 2}); err != nil || len(got) != 2 {
+		t.Errorf("RecentEffects with limit 2: %d (%v)", len(got), err)
 	}
 }

@@ -15,4 +15,8 @@ CREATE TABLE agent_limits (
 -- The running runs of an agent: a claim counts them for its cap.
 CREATE INDEX runs_running_agent ON runs (agent) WHERE status = 'running';
 
+-- A tenant's effects by tool and time: a policy totals a field over the
+-- effects of a window, across runs (store.EffectHistory).
+CREATE INDEX effects_tool ON effects (tenant, tool, created_at);
+
 PRAGMA user_version = 17;
