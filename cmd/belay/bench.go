@@ -34,6 +34,7 @@ const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] 
        belay bench --takeover [--runs 32] [--lease-ttl 5s] [--store sqlite] [--json]
        belay bench --scenario keys [--runs 1000] [--keys 5] [--model-latency D] [--json]
        belay bench --scenario fairness [--backlog 10000] [--late 10] [--model-latency D] [--json]
+       belay bench --scenario tpm [--runs 64] [--tpm 60000] [--duration 75s] [--json]
 
 Runs N agents of K tool calls each against a scripted model and a no-op tool,
 so what is measured is Belay itself: durable steps per second, per-step overhead,
@@ -60,7 +61,11 @@ With --scenario keys it runs --runs runs (1000) on --keys concurrency keys
 and counts, from the runs' traces, the times two runs of one key were in a
 step at once (0 expected). With --scenario fairness it queues --backlog runs
 of tenant A, starts the workers on them, then starts --late runs of tenant B
-and reports B's wait from creation to first claim (p50, p99).`
+and reports B's wait from creation to first claim (p50, p99). With --scenario
+tpm, --runs runs (64) call a model whose provider account answers 429 above
+--tpm tokens a minute, far below their demand: once with Belay's shared
+limit at --tpm, once without, each for --duration; it reports the 429s after
+the first minute and the tokens a minute admitted then.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", benchUsage, stdout)
@@ -83,6 +88,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	scenario := fs.String("scenario", "", "instead: a flow-control scenario: keys (runs on few concurrency keys; overlaps from the traces), fairness (tenant A's backlog, tenant B's wait) or tpm (a provider's tokens per minute, with and without a shared limit)")
 	keys := fs.Int("keys", 5, "with --scenario keys: the concurrency keys the runs share")
 	backlog := fs.Int("backlog", 10000, "with --scenario fairness: tenant A's queued runs")
+	tpm := fs.Float64("tpm", 60000, "with --scenario tpm: the provider account's tokens per minute (each call takes 1,200)")
+	duration := fs.Duration("duration", 75*time.Second, "with --scenario tpm: how long each half (with the shared limit, then without) runs; the first minute is warm-up")
 	late := fs.Int("late", 10, "with --scenario fairness: tenant B's runs, started once the workers are busy with A's")
 	streams := fs.Int("streams", 0, "instead: park this many runs on approval, open an event stream on each on a server in a process of its own, measure it idle (memory, CPU), then time events from their commit to their arrival on the streams")
 	if err := fs.parseNone(args); err != nil {
@@ -180,6 +187,25 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError{"bench: --scenario fairness needs a --backlog of at least --concurrency runs (the workers are busy with them) and --late of 1 or more"}
 		}
 		res, err := benchFairness(ctx, cfg, *backlog, *late)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, res)
+		}
+		res.print(stdout)
+		return nil
+	case "tpm":
+		if !fs.given("runs") {
+			cfg.runs = 64
+		}
+		if !fs.given("model-latency") {
+			cfg.modelLatency = 20 * time.Millisecond
+		}
+		if *tpm < 1200 || *duration <= 0 {
+			return usageError{"bench: --scenario tpm needs --tpm of at least 1200 (one call) and a --duration above 0"}
+		}
+		res, err := benchTPM(ctx, cfg, *tpm, *duration)
 		if err != nil {
 			return err
 		}

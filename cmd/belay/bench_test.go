@@ -323,3 +323,32 @@ func TestBenchScenarioFairness(t *testing.T) {
 		t.Error("a backlog smaller than the workers: no error")
 	}
 }
+
+// --scenario tpm runs both halves: with the shared limit no call of the
+// first minute is answered 429, as the bucket starts with the provider's
+// minute; without it, more runs call than the provider admits and some are
+// answered 429.
+func TestBenchScenarioTPM(t *testing.T) {
+	t.Parallel()
+	out, err := belayCmd(t, "bench", "--scenario", "tpm", "--runs", "8", "--tpm", "6000", "--duration", "3s", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res tpmResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if res.Scenario != "tpm" || res.Runs != 8 || res.TPM != 6000 || len(res.Phases) != 2 {
+		t.Fatalf("%+v: want 8 runs at 6000 tokens a minute, two halves", res)
+	}
+	limited, free := res.Phases[0], res.Phases[1]
+	if !limited.SharedLimit || limited.Answered429 != 0 || limited.ModelCalls == 0 {
+		t.Errorf("with the shared limit: %+v, want calls and none answered 429", limited)
+	}
+	if free.SharedLimit || free.Answered429 == 0 {
+		t.Errorf("without it: %+v, want some of 8 runs answered 429 by an account that admits 5 calls a minute", free)
+	}
+	if _, err := belayCmd(t, "bench", "--scenario", "tpm", "--tpm", "100"); err == nil {
+		t.Error("a limit below one call: no error")
+	}
+}
