@@ -98,6 +98,16 @@ type Agent struct {
 	// Limits are the provider limits the agent's model calls are held to,
 	// shared through the store by every worker. Default: none.
 	Limits []ProviderLimit
+	// MaxRunning caps the agent's runs (of every tenant) in a step at
+	// once, across every worker of the store: claims take no more while
+	// as many run. StartsPerMinute caps how many of its queued runs start
+	// a minute, spread over the minute. Both are kept in the store
+	// (store.AgentLimiter) and written when the runtime starts; 0 leaves
+	// what the store holds as it is (set with `belay agent-limit`).
+	// Workers that give one agent different values: the last to start
+	// wins. Default: none.
+	MaxRunning      int
+	StartsPerMinute float64
 
 	tools map[string]*Tool
 	// toolPrint is the fingerprint of the tools (see ContinuesSameTools).

@@ -128,12 +128,16 @@ func TestConcurrencyKeysHoldAcrossWorkerProcesses(t *testing.T) {
 }
 
 // Worker processes of one store, with workers to spare, run a tenant capped
-// at 2 runs at once: at no moment are more than 2 of its runs in a step,
-// whichever processes claimed them, as the runs' traces show. On one
-// SQLite file and on PostgreSQL.
+// at 2 runs at once, or an agent capped at 2 with runs of two tenants: at
+// no moment are more than 2 of its runs in a step, whichever processes
+// claimed them, as the runs' traces show. On one SQLite file and on
+// PostgreSQL.
 func TestTenantCapHoldsAcrossWorkerProcesses(t *testing.T) {
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range []struct{ kind, capped string }{
+		{"sqlite", "tenant"}, {"postgres", "tenant"}, {"sqlite", "agent"}, {"postgres", "agent"},
+	} {
+		kind := c.kind
+		t.Run(kind+"/"+c.capped, func(t *testing.T) {
 			t.Parallel()
 			const capped = 2
 			runs := 30
@@ -150,7 +154,15 @@ func TestTenantCapHoldsAcrossWorkerProcesses(t *testing.T) {
 			cfg.Timeout = 5 * time.Second
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
-			if err := st.(store.TenantLimiter).SetTenantLimit(ctx, store.TenantLimit{Tenant: "acme", MaxRunning: capped}); err != nil {
+			tenants := []string{"acme"}
+			var err error
+			if c.capped == "tenant" {
+				err = st.(store.TenantLimiter).SetTenantLimit(ctx, store.TenantLimit{Tenant: "acme", MaxRunning: capped})
+			} else {
+				tenants = append(tenants, "globex")
+				err = st.(store.AgentLimiter).SetAgentLimit(ctx, store.AgentLimit{Agent: "charger", MaxRunning: capped})
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			starter, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{faultAgent(cfg, io.Discard)}})
@@ -159,7 +171,7 @@ func TestTenantCapHoldsAcrossWorkerProcesses(t *testing.T) {
 			}
 			var ids []string
 			for i := range runs {
-				run, _, err := starter.StartRun(ctx, belay.RunRequest{Agent: "charger", Tenant: "acme",
+				run, _, err := starter.StartRun(ctx, belay.RunRequest{Agent: "charger", Tenant: tenants[i%len(tenants)],
 					User: fmt.Sprintf("u%d", i), Input: "charge"})
 				if err != nil {
 					t.Fatal(err)
@@ -221,7 +233,7 @@ func TestTenantCapHoldsAcrossWorkerProcesses(t *testing.T) {
 				most = max(most, open)
 			}
 			if most > capped {
-				t.Errorf("%d runs of the tenant in a step at once, cap %d", most, capped)
+				t.Errorf("%d runs of the %s in a step at once, cap %d", most, c.capped, capped)
 			}
 			if most < capped || len(owners) < 2 {
 				t.Errorf("at most %d at once, claimed by %d process(es): the fleet never reached the cap", most, len(owners))

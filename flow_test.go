@@ -269,3 +269,33 @@ func TestRateLimitedAnswerDrainsTheLimitForEveryWorker(t *testing.T) {
 		t.Errorf("paused for %v, want the 30 s of the Retry-After left", got)
 	}
 }
+
+// An agent's MaxRunning and StartsPerMinute reach the store when the
+// runtime starts, where every worker's claims read them; an agent without
+// them leaves what the store holds (belay agent-limit) alone, and negative
+// values are refused.
+func TestAgentLimitsAreWrittenAtStart(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	ctx := t.Context()
+	if err := st.SetAgentLimit(ctx, store.AgentLimit{Agent: "b", MaxRunning: 7}); err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New(scripted.Reply{Text: "done"})
+	rt := newRuntime(t, st, newClock(), &Agent{Name: "a", Model: m, MaxRunning: 3, StartsPerMinute: 30}, &Agent{Name: "b", Model: m})
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	limits, err := st.AgentLimits(ctx)
+	want := []store.AgentLimit{{Agent: "a", MaxRunning: 3, StartsPerMinute: 30}, {Agent: "b", MaxRunning: 7}}
+	if err != nil || !slices.Equal(limits, want) {
+		t.Errorf("agent limits after start: %v (%v), want %v", limits, err, want)
+	}
+	_, err = New(Config{Store: st, Agents: []*Agent{{Name: "c", Model: m, StartsPerMinute: -1}}})
+	if err == nil || !strings.Contains(err.Error(), "StartsPerMinute") {
+		t.Errorf("New with a negative start rate: %v, want an error naming StartsPerMinute", err)
+	}
+}

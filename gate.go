@@ -55,7 +55,7 @@ func (x *execution) gate(ctx context.Context, uses []model.Block) ([]gatedCall, 
 			priorLoaded = true
 		}
 		d, err := x.agent.Policy(ctx, PolicyCall{Tool: tool.Name, Effect: tool.Effect, External: tool.External,
-			Args: use.Input, Run: x.info(), Prior: prior})
+			Args: use.Input, Run: x.info(), Prior: prior, Now: x.r.cfg.now(), Ledger: x.ledger()})
 		if err != nil {
 			return nil, &hookError{fmt.Errorf("policy for %s: %w", tool.Name, err)}
 		}

@@ -206,10 +206,7 @@ func (x *execution) apply(ctx context.Context, call *sideEffect) (model.Block, e
 			// key stays usable.
 			return x.failed(ctx, call, err, describeToolError(err))
 		}
-		delay := tool.Retry.backoff(n, x.r.cfg.rand)
-		if ra := retryAfter(err); ra > delay {
-			delay = ra
-		}
+		delay := tool.Retry.wait(n, retryAfter(err), x.r.cfg.rand)
 		last := n >= tool.Retry.MaxAttempts || x.r.cfg.now().Sub(start)+delay > tool.Retry.MaxElapsed ||
 			errors.Is(err, ErrBreakerOpen)
 		if unknown {

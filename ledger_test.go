@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -324,6 +325,63 @@ func TestRetriesRunOutIntoOneReplanHint(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(res.Content), &body); err != nil || !res.IsError || body.OK || !body.Retryable || !strings.HasPrefix(body.Hint, "REPLAN:") {
 		t.Errorf("result %+v (%v)", res, err)
+	}
+}
+
+// A tool's Retry-After is waited, and the backoff's jitter, drawn over its
+// whole window, on top: reads and side effects that one rate limit refused
+// together do not all call again at its last instant.
+func TestToolRetryAfterGetsFullJitterOnTop(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []struct {
+		name   string
+		effect EffectClass
+	}{{"read", Read}, {"side effect", Irreversible}} {
+		for _, draw := range []string{"bottom", "top"} {
+			t.Run(kind.name+"/"+draw, func(t *testing.T) {
+				t.Parallel()
+				c := newClock()
+				calls := 0
+				limited := NewTool("track", "track a parcel", kind.effect, func(ctx context.Context, in struct{}) (string, error) {
+					calls++
+					if calls == 1 {
+						return "", &TransientError{Err: errors.New("courier API 429"), RetryAfter: 2 * time.Second}
+					}
+					return "in transit", nil
+				})
+				limited.Retry = RetryPolicy{BaseDelay: 300 * time.Millisecond}
+				st := openStore(t)
+				agent := &Agent{Name: "a", Model: scripted.New(
+					scripted.Reply{Calls: []scripted.Call{{Name: "track"}}},
+					scripted.Reply{Text: "it is in transit"},
+				), Tools: []Tool{limited}}
+				rt := newRuntime(t, st, c, agent)
+				sl := &recordingSleeper{clock: c}
+				rt.cfg.sleep = sl.sleep
+				var asked []int64
+				rt.cfg.rand = func(n int64) int64 {
+					asked = append(asked, n)
+					if draw == "top" {
+						return n - 1
+					}
+					return 0
+				}
+				run := startAndDrain(t, rt, RunRequest{Agent: "a", User: "u", Input: "where is it?"})
+				if run.Status != store.StatusDone || calls != 2 {
+					t.Fatalf("run %s after %d calls, want done after 2", run.Status, calls)
+				}
+				want := 2 * time.Second
+				if draw == "top" {
+					want += 300 * time.Millisecond
+				}
+				if !slices.Equal(sl.delays, []time.Duration{want}) {
+					t.Errorf("backoffs %v, want [%v]", sl.delays, want)
+				}
+				if !slices.Contains(asked, int64(300*time.Millisecond)+1) {
+					t.Errorf("jitter drawn from %v, want a draw over the whole first window (300ms)", asked)
+				}
+			})
+		}
 	}
 }
 

@@ -54,6 +54,14 @@ func (l ProviderLimit) buckets(tokens int64) []store.BucketTake {
 
 // checkLimits refuses limits the store cannot keep.
 func (r *Runtime) checkLimits(a *Agent) error {
+	if a.MaxRunning < 0 || a.StartsPerMinute < 0 {
+		return fmt.Errorf("agent %q: MaxRunning %d and StartsPerMinute %g: want 0 (none) or more", a.Name, a.MaxRunning, a.StartsPerMinute)
+	}
+	if a.MaxRunning > 0 || a.StartsPerMinute > 0 {
+		if _, ok := r.store.(store.AgentLimiter); !ok {
+			return fmt.Errorf("agent %q has MaxRunning or StartsPerMinute, and the store %T keeps no agent limits (store.AgentLimiter): use Belay's SQLite or PostgreSQL store", a.Name, r.store)
+		}
+	}
 	if len(a.Limits) == 0 {
 		return nil
 	}
@@ -114,4 +122,20 @@ func (x *execution) drainLimits(ctx context.Context, retryAfter time.Duration) {
 	if err != nil {
 		x.log().Warn("drain provider limits after a 429", "err", err)
 	}
+}
+
+// writeAgentLimits writes the caps and start rates the agents give to the
+// store, where every worker's claims read them.
+func (r *Runtime) writeAgentLimits(ctx context.Context) error {
+	for _, name := range r.agentNames {
+		a := r.agents[name]
+		if a.MaxRunning == 0 && a.StartsPerMinute == 0 {
+			continue
+		}
+		l := store.AgentLimit{Agent: a.Name, MaxRunning: a.MaxRunning, StartsPerMinute: a.StartsPerMinute}
+		if err := r.store.(store.AgentLimiter).SetAgentLimit(ctx, l); err != nil {
+			return fmt.Errorf("agent %q: %w", a.Name, err)
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package belay
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Verdict is what a policy decides about one tool call.
@@ -46,6 +47,31 @@ type PolicyCall struct {
 	// above 500 USD"), not only on one call: a model talked into many small
 	// refunds, at once or one after another, meets the gate too.
 	Prior []PriorEffect
+	// Now is when the call is judged, by the runtime's clock: the end of a
+	// window a total is taken over.
+	Now time.Time
+	// Ledger reads the side effects other runs of the tenant recorded, so
+	// that a policy can total them over a window ("at most 500 USD
+	// refunded per customer per day"), read from the store every worker
+	// shares. Nil when the store keeps no such history.
+	Ledger EffectLedger
+}
+
+// EffectLedger reads the side effects a tenant's other runs recorded.
+type EffectLedger interface {
+	// Recent returns the effects of tool begun at or after since, in the
+	// tenant's runs other than the one asking, that happened, may have or
+	// may yet (failed ones are left out), oldest first.
+	Recent(ctx context.Context, tool string, since time.Time) ([]RecordedEffect, error)
+}
+
+// RecordedEffect is a side effect another run recorded.
+type RecordedEffect struct {
+	RunID string
+	// User is the user (the customer) of its run.
+	User string
+	Args json.RawMessage
+	At   time.Time
 }
 
 // PriorEffect is a side effect a run has applied.

@@ -58,6 +58,14 @@ func (p RetryPolicy) backoff(attempt int, rnd func(int64) int64) time.Duration {
 	return time.Duration(rnd(int64(limit) + 1))
 }
 
+// wait is the backoff before the call after attempt, given the failure's
+// Retry-After (0 if none). The Retry-After is waited first and the jittered
+// backoff on top: runs that one rate limit refused together are told the
+// same Retry-After, and would otherwise all call again at its last instant.
+func (p RetryPolicy) wait(attempt int, retryAfter time.Duration, rnd func(int64) int64) time.Duration {
+	return max(retryAfter, 0) + p.backoff(attempt, rnd)
+}
+
 // BreakerPolicy configures a tool's circuit breaker, shared by every run of
 // a runtime: after Failures transient failures within Window the breaker
 // opens and calls fail fast for OpenFor; then one probe call decides whether
@@ -204,10 +212,7 @@ func (x *execution) invokeWithRetry(ctx context.Context, tool *Tool, use model.B
 		if !isTransient(err) && !isTimeout(err) {
 			return nil, err
 		}
-		delay := tool.Retry.backoff(n, x.r.cfg.rand)
-		if ra := retryAfter(err); ra > delay {
-			delay = ra
-		}
+		delay := tool.Retry.wait(n, retryAfter(err), x.r.cfg.rand)
 		elapsed := x.r.cfg.now().Sub(start)
 		if n >= tool.Retry.MaxAttempts || elapsed+delay > tool.Retry.MaxElapsed {
 			return nil, &RetriesExhaustedError{Tool: tool.Name, Attempts: n, Err: err}

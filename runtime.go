@@ -323,6 +323,9 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if r.cancel != nil {
 		return errors.New("runtime already started")
 	}
+	if err := r.writeAgentLimits(ctx); err != nil {
+		return err
+	}
 	workCtx, cancelWork := context.WithCancel(ctx)
 	claimCtx, cancelClaims := context.WithCancel(workCtx)
 	r.cancel = func() { cancelClaims(); cancelWork() }

@@ -100,3 +100,39 @@ func (x *execution) awaitOtherRun(ctx context.Context, call sideEffect, eff stor
 			"this run looks again at %s and never calls a second time",
 		eff.RunID, call.tool.Name, call.key, eff.State, until.UTC().Format(time.RFC3339)))
 }
+
+// maxWindowEffects caps the effects a policy's window total reads: a window
+// holding more cannot be totalled whole, and the policy is told so rather
+// than given a part.
+const maxWindowEffects = 10000
+
+// ledger is the run's view of its tenant's other runs' effects, for
+// policies that total over a window; nil if the store keeps no history.
+func (x *execution) ledger() EffectLedger {
+	h, ok := x.r.store.(store.EffectHistory)
+	if !ok {
+		return nil
+	}
+	return tenantLedger{h: h, tenant: x.run.Tenant, run: x.run.ID}
+}
+
+type tenantLedger struct {
+	h           store.EffectHistory
+	tenant, run string
+}
+
+func (l tenantLedger) Recent(ctx context.Context, tool string, since time.Time) ([]RecordedEffect, error) {
+	es, err := l.h.RecentEffects(ctx, store.RecentEffectsParams{Tenant: l.tenant, Tool: tool, Since: since,
+		ExceptRun: l.run, Limit: maxWindowEffects + 1})
+	if err != nil {
+		return nil, fmt.Errorf("effects of %s since %s: %w", tool, since.UTC().Format(time.RFC3339), err)
+	}
+	if len(es) > maxWindowEffects {
+		return nil, fmt.Errorf("more than %d effects of %s since %s: too many to total; shorten the policy's window", maxWindowEffects, tool, since.UTC().Format(time.RFC3339))
+	}
+	out := make([]RecordedEffect, len(es))
+	for i, e := range es {
+		out[i] = RecordedEffect{RunID: e.RunID, User: e.User, Args: e.Args, At: e.CreatedAt}
+	}
+	return out, nil
+}

@@ -130,6 +130,12 @@ type Agent struct {
 	// Limits are the provider limits the agent's model calls are held to,
 	// shared by every worker of the store (belay.ProviderLimit).
 	Limits []Limit `yaml:"limits"`
+	// MaxRunning caps the agent's runs in a step at once, and
+	// StartsPerMinute how many of them start a minute, across every
+	// worker of the store (belay.Agent.MaxRunning). 0: what the store
+	// holds (belay agent-limit).
+	MaxRunning      int     `yaml:"max_running"`
+	StartsPerMinute float64 `yaml:"starts_per_minute"`
 }
 
 // Limit is belay.ProviderLimit in a file: a provider account's requests
@@ -315,6 +321,9 @@ func (f *File) check(data []byte) error {
 				fail(at+".fallback", "needs a provider (%s) and a name", strings.Join(providers, ", "))
 			}
 		}
+		if a.MaxRunning < 0 || a.StartsPerMinute < 0 {
+			fail(at, "max_running and starts_per_minute must be 0 (none) or more")
+		}
 		for j, l := range a.Limits {
 			if l.Name == "" || l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || (l.RequestsPerMinute == 0 && l.TokensPerMinute == 0) {
 				fail(fmt.Sprintf("%s.limits[%d]", at, j), "needs a name and requests_per_minute or tokens_per_minute above 0")
@@ -434,7 +443,7 @@ func (f *File) BuildWith(ctx context.Context, p BuildParams) (agents []*belay.Ag
 			}
 		}
 		agent := &belay.Agent{Name: a.Name, Model: m, Fallback: fallback, Instructions: a.Instructions, Prices: model.PriceTable(a.Prices),
-			MaxOutputTokens: a.MaxOutputTokens,
+			MaxOutputTokens: a.MaxOutputTokens, MaxRunning: a.MaxRunning, StartsPerMinute: a.StartsPerMinute,
 			Budget: belay.Budget{MaxTurns: a.Budget.MaxTurns, MaxInputTokens: a.Budget.MaxInputTokens,
 				MaxOutputTokens: a.Budget.MaxOutputTokens, MaxUSD: a.Budget.MaxUSD, Deadline: a.Budget.Deadline.D}}
 		for _, l := range a.Limits {

@@ -22,6 +22,8 @@ const good = `agents:
     policy: policy.yaml
     budget: {max_turns: 30, max_usd: 0.50, deadline: 10m}
     limits: [{name: anthropic-prod, requests_per_minute: 4000, tokens_per_minute: 400000}]
+    max_running: 40
+    starts_per_minute: 600
 `
 
 const policyFile = `name: p
@@ -67,6 +69,9 @@ func TestBuildAgentsFromAFile(t *testing.T) {
 	if len(a.Limits) != 1 || a.Limits[0].Name != "anthropic-prod" || a.Limits[0].RequestsPerMinute != 4000 || a.Limits[0].TokensPerMinute != 400000 {
 		t.Errorf("limits %+v", a.Limits)
 	}
+	if a.MaxRunning != 40 || a.StartsPerMinute != 600 {
+		t.Errorf("max running %d, starts per minute %g; want 40, 600", a.MaxRunning, a.StartsPerMinute)
+	}
 }
 
 // A file's schedules become the requests belay serve adds, by the file.
@@ -92,6 +97,7 @@ func TestMistakesNameTheFileLineAndField(t *testing.T) {
 		"mcp both":      {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        command: [y]\n", `belay.yaml:5: agents[0].mcp_servers[0]: set either command`},
 		"bad effect":    {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        tools:\n          t: {effect: dangerous}\n", `agents[0].mcp_servers[0].tools.t.effect: "dangerous" is not one of read, write, irreversible`},
 		"no agents":     {"agents: []\n", `belay.yaml:`},
+		"negative cap":  {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    max_running: -1\n", `agents[0]: max_running and starts_per_minute must be 0 (none) or more`},
 		"empty limit":   {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    limits: [{name: acct}]\n", `agents[0].limits[0]: needs a name and requests_per_minute or tokens_per_minute above 0`},
 		"schedule of no agent": {"agents:\n  - name: a\n    model: {provider: openai, name: x}\nschedules:\n  - name: n\n    agent: b\n    cron: '@daily'\n    input: go\n",
 			`belay.yaml:6: schedules[0].agent: "b" is not an agent of this file`},

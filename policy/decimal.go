@@ -134,7 +134,7 @@ func runTotal(field string, call belay.PolicyCall, v decimal) (decimal, bool) {
 		if p.Tool != call.Tool {
 			continue
 		}
-		a := callArgs{raw: p.Args}
+		a := callArgs{rawArgs: p.Args}
 		x, ok := a.number(field)
 		if !ok {
 			continue

@@ -25,6 +25,29 @@
 // number (a string "24000" is not), does not satisfy a comparison. by_effect,
 // the default when a file sets none, decides as belay.DefaultPolicy does.
 //
+// # Totals
+//
+// over: run compares the field summed over the run's own side effects of
+// the tool and this call. Across runs, over a window, a rule totals the
+// tenant's recorded effects, read from the store every worker shares:
+//
+//	rules:
+//	  - name: at most 500 USD refunded per customer per day
+//	    tool: refund
+//	    field: amount_usd
+//	    over: user        # tenant | user (the run's user) | key
+//	    window: 24h       # or 1d, 7d
+//	    above: 500
+//	    decision: needs_approval   # or deny
+//
+// over: key with key: customer_id totals the effects whose customer_id
+// argument equals this call's. Effects done, unknown or still pending
+// count; failed ones do not. A total that cannot be read fails closed: the
+// policy returns an error and the run pauses. A run reads another's effect
+// once that effect is begun, so the total holds between runs that call one
+// after another; two runs judged at the same instant may each miss the
+// other's call.
+//
 // Parse and Load reject what they do not understand, naming the line and the
 // field and saying what is allowed:
 //

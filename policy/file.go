@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/belayrun/belay"
 	"github.com/goccy/go-yaml/ast"
@@ -33,8 +35,8 @@ const (
 
 var (
 	topFields  = []string{"name", "version", "default", "rules"}
-	ruleFields = []string{"name", "tool", "tools", "effect", "external", "field", "over", "above", "at_least", "below", "decision", "reason", "category", "self_approval"}
-	overs      = []string{"call", "run"}
+	ruleFields = []string{"name", "tool", "tools", "effect", "external", "field", "over", "window", "key", "above", "at_least", "below", "decision", "reason", "category", "self_approval"}
+	overs      = []string{"call", "run", "tenant", "user", "key"}
 	defaults   = []string{string(DefaultAllow), string(DefaultDeny), string(DefaultNeedsApproval), string(DefaultByEffect)}
 	verdicts   = []string{string(belay.Allow), string(belay.Deny), string(belay.NeedsApproval)}
 	effects    = []string{string(belay.Read), string(belay.Write), string(belay.Irreversible)}
@@ -73,8 +75,18 @@ type Rule struct {
 	// Over is what Field is taken over: "call" (default), this call's
 	// argument; "run", the sum of the argument over the run's applied side
 	// effects of the same tool plus this call, so that many small refunds
-	// meet the gate a large one would.
+	// meet the gate a large one would. Across runs, over Window:
+	// "tenant", the sum over the tenant's side effects of the same tool
+	// begun within the window, this run's and this call included; "user",
+	// over those of runs for the same user (the customer); "key", over
+	// those whose argument Key equals this call's (a customer_id, an
+	// order). The other runs' effects are read from the store every
+	// worker shares; a call whose total cannot be read fails closed.
 	Over string
+	// Window is how far back a total across runs reaches ("24h", "7d").
+	Window time.Duration
+	// Key names the argument that groups effects for Over "key".
+	Key string
 
 	Decision belay.Verdict
 	// Reason is what a person reads about the decision; the rule's name
@@ -195,6 +207,16 @@ func (d *decoder) rule(n ast.Node, path string) (Rule, bool) {
 			r.Field, _ = d.str(v, field)
 		case "over":
 			r.Over, _ = d.oneOf(v, field, overs)
+		case "window":
+			if s, ok := d.str(v, field); ok {
+				w, err := parseWindow(s)
+				if err != nil {
+					d.fail(v, field, "%q: %v", s, err)
+				}
+				r.Window = w
+			}
+		case "key":
+			r.Key, _ = d.str(v, field)
 		case "above", "at_least", "below":
 			text, x, ok := d.number(v, field)
 			if !ok {
@@ -237,6 +259,20 @@ func (d *decoder) rule(n ast.Node, path string) (Rule, bool) {
 	}
 	if present["over"] != nil && present["field"] == nil {
 		d.fail(present["over"], path+".over", "needs field: the argument to add up")
+	}
+	across := r.Over == "tenant" || r.Over == "user" || r.Over == "key"
+	if across && present["window"] == nil {
+		d.fail(present["over"], path+".window", "missing; over %s totals the effects of a window across runs: say how far back, e.g. window: 24h", r.Over)
+	}
+	if present["window"] != nil && !across {
+		d.fail(present["window"], path+".window", "needs over: tenant, user or key; a window reaches across runs")
+	}
+	if (r.Over == "key") != (present["key"] != nil) {
+		at := present["key"]
+		if at == nil {
+			at = present["over"]
+		}
+		d.fail(at, path+".key", "over: key and key: <argument> go together; key names the argument that groups the effects (customer_id)")
 	}
 	if present["field"] != nil && !compared {
 		d.fail(present["field"], path+".field", "needs above, at_least or below")
@@ -287,20 +323,32 @@ func (f *File) Rules() []Rule {
 	return rules
 }
 
-// Policy returns the file as a belay.Policy. It never returns an error.
+// Policy returns the file as a belay.Policy. It returns an error only when
+// a rule's total across runs cannot be read from the store (the run then
+// pauses rather than run a call no rule could judge).
 func (f *File) Policy() belay.Policy {
-	return func(_ context.Context, call belay.PolicyCall) (belay.Decision, error) {
-		return f.Decide(call), nil
-	}
+	return f.decide
 }
 
 // Decide returns the decision of the first rule that matches call, or the
-// file's default.
+// file's default. A rule whose total across runs cannot be read fails
+// closed, as one that cannot read its field does.
 func (f *File) Decide(call belay.PolicyCall) belay.Decision {
-	args := callArgs{raw: call.Args}
+	d, err := f.decide(context.Background(), call)
+	if err != nil {
+		return belay.Decision{Verdict: belay.Deny, Reason: "the policy could not read the totals it needs", Category: call.Tool}
+	}
+	return d
+}
+
+func (f *File) decide(ctx context.Context, call belay.PolicyCall) (belay.Decision, error) {
+	args := callArgs{rawArgs: call.Args}
 	for i := range f.rules {
 		r := &f.rules[i]
-		matched, unjudged := r.matches(call, &args)
+		matched, unjudged, err := r.matches(ctx, call, &args)
+		if err != nil {
+			return belay.Decision{}, fmt.Errorf("rule %q: %w", r.Name, err)
+		}
 		// A rule that cannot read its field (a name mistyped in the file, a
 		// tool that sends the amount as a string) fails closed: a rule that
 		// would stop the call applies, one that would let it through does
@@ -314,19 +362,23 @@ func (f *File) Decide(call belay.PolicyCall) belay.Decision {
 		}
 		reason := r.Reason
 		if unjudged {
-			reason = strings.TrimSpace(reason + fmt.Sprintf(" (the call has no number %q, so this rule cannot judge it and applies)", r.Field))
+			why := fmt.Sprintf("the call has no number %q", r.Field)
+			if r.Window > 0 {
+				why += ", or its total across runs cannot be read"
+			}
+			reason = strings.TrimSpace(reason + " (" + why + ", so this rule cannot judge it and applies)")
 		}
-		return belay.Decision{Verdict: r.Decision, Reason: reason, Category: category, SelfApproval: r.SelfApproval}
+		return belay.Decision{Verdict: r.Decision, Reason: reason, Category: category, SelfApproval: r.SelfApproval}, nil
 	}
 	switch f.def {
 	case DefaultAllow:
-		return belay.Decision{Verdict: belay.Allow}
+		return belay.Decision{Verdict: belay.Allow}, nil
 	case DefaultDeny:
-		return belay.Decision{Verdict: belay.Deny, Reason: "no rule of " + f.Version() + " allows " + call.Tool, Category: call.Tool}
+		return belay.Decision{Verdict: belay.Deny, Reason: "no rule of " + f.Version() + " allows " + call.Tool, Category: call.Tool}, nil
 	case DefaultNeedsApproval:
-		return belay.Decision{Verdict: belay.NeedsApproval, Reason: "no rule of " + f.Version() + " covers " + call.Tool, Category: call.Tool}
+		return belay.Decision{Verdict: belay.NeedsApproval, Reason: "no rule of " + f.Version() + " covers " + call.Tool, Category: call.Tool}, nil
 	}
-	return byEffect(call)
+	return byEffect(call), nil
 }
 
 // byEffect is belay.DefaultPolicy without its context and error.
@@ -343,9 +395,9 @@ func byEffect(call belay.PolicyCall) belay.Decision {
 // matches reports whether the rule covers call. unjudged reports a call the
 // rule covers but for its field, which the call (or, for a run total, an
 // earlier effect) does not carry as a number.
-func (r *Rule) matches(call belay.PolicyCall, args *callArgs) (matched, unjudged bool) {
+func (r *Rule) matches(ctx context.Context, call belay.PolicyCall, args *callArgs) (matched, unjudged bool, err error) {
 	if len(r.Tools) > 0 && !slices.Contains(r.Tools, call.Tool) {
-		return false, false
+		return false, false, nil
 	}
 	if r.Effect != "" {
 		effect := call.Effect
@@ -353,45 +405,70 @@ func (r *Rule) matches(call belay.PolicyCall, args *callArgs) (matched, unjudged
 			effect = belay.Read // a tool's default class
 		}
 		if effect != r.Effect {
-			return false, false
+			return false, false, nil
 		}
 	}
 	if r.External != nil && call.External != *r.External {
-		return false, false
+		return false, false, nil
 	}
 	if r.Field != "" {
 		v, ok := args.number(r.Field)
 		if ok && r.Over == "run" {
 			v, ok = runTotal(r.Field, call, v)
 		}
+		if ok && r.Window > 0 {
+			var err error
+			if v, ok, err = r.windowTotal(ctx, call, args, v); err != nil {
+				return false, true, err
+			}
+		}
 		if !ok {
-			return false, true
+			return false, true, nil
 		}
 		if r.above != nil && v.cmp(*r.above) <= 0 ||
 			r.atLeast != nil && v.cmp(*r.atLeast) < 0 ||
 			r.below != nil && v.cmp(*r.below) >= 0 {
-			return false, false
+			return false, false, nil
 		}
 	}
-	return true, false
+	return true, false, nil
 }
 
 // callArgs decodes a call's arguments once, when a rule first needs them.
 type callArgs struct {
-	raw     json.RawMessage
+	rawArgs json.RawMessage
 	decoded bool
 	fields  map[string]json.RawMessage
+}
+
+// raw returns a top-level argument as compact JSON, so that equal values
+// written apart compare equal.
+func (a *callArgs) raw(name string) (json.RawMessage, bool) {
+	a.decode()
+	v, ok := a.fields[name]
+	if !ok {
+		return nil, false
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return nil, false
+	}
+	return b.Bytes(), true
+}
+
+func (a *callArgs) decode() {
+	if !a.decoded {
+		a.decoded = true
+		if json.Unmarshal(a.rawArgs, &a.fields) != nil {
+			a.fields = nil
+		}
+	}
 }
 
 // number returns a top-level argument if it is a JSON number. Arguments
 // that are not a JSON object have no fields.
 func (a *callArgs) number(name string) (decimal, bool) {
-	if !a.decoded {
-		a.decoded = true
-		if json.Unmarshal(a.raw, &a.fields) != nil {
-			a.fields = nil
-		}
-	}
+	a.decode()
 	raw, ok := a.fields[name]
 	if !ok {
 		return decimal{}, false
@@ -422,8 +499,15 @@ func (r Rule) String() string {
 		}
 	}
 	field := r.Field
-	if r.Over == "run" {
+	switch r.Over {
+	case "run":
 		field = "total " + r.Field + " in the run"
+	case "tenant":
+		field = "total " + r.Field + " of the tenant over " + r.Window.String()
+	case "user":
+		field = "total " + r.Field + " per user over " + r.Window.String()
+	case "key":
+		field = "total " + r.Field + " per " + r.Key + " over " + r.Window.String()
 	}
 	for _, c := range []struct{ op, v string }{{">", r.Above}, {">=", r.AtLeast}, {"<", r.Below}} {
 		if c.v != "" {
@@ -452,6 +536,8 @@ func (f *File) computeDigest() string {
 		External *bool    `json:"external,omitempty"`
 		Field    string   `json:"field,omitempty"`
 		Over     string   `json:"over,omitempty"`
+		Window   string   `json:"window,omitempty"`
+		Key      string   `json:"key,omitempty"`
 		Above    string   `json:"above,omitempty"`
 		AtLeast  string   `json:"at_least,omitempty"`
 		Below    string   `json:"below,omitempty"`
@@ -475,7 +561,7 @@ func (f *File) computeDigest() string {
 		slices.Sort(tools)
 		canon.Rules = append(canon.Rules, rule{
 			Name: r.Name, Tools: slices.Compact(tools), Effect: string(r.Effect), External: r.External,
-			Field: r.Field, Over: r.Over, Above: key(r.above), AtLeast: key(r.atLeast), Below: key(r.below),
+			Field: r.Field, Over: r.Over, Window: windowKey(r.Window), Key: r.Key, Above: key(r.above), AtLeast: key(r.atLeast), Below: key(r.below),
 			Decision: string(r.Decision), Reason: r.Reason, Category: r.Category, Self: r.SelfApproval,
 		})
 	}

@@ -239,7 +239,7 @@ rules:
     decision: maybe
 `, []string{`support.yaml:9: rules[1].decision: "maybe" is not one of allow, deny, needs_approval`}, 9, "rules[1].decision"},
 		{"unknown rule field", "name: p\nrules:\n  - name: r\n    tool: a\n    tols: [b]\n    decision: deny\n",
-			[]string{"support.yaml:5: rules[0].tols: unknown field; want one of name, tool, tools, effect, external, field, over, above, at_least, below, decision, reason, category, self_approval"}, 5, "rules[0].tols"},
+			[]string{"support.yaml:5: rules[0].tols: unknown field; want one of name, tool, tools, effect, external, field, over, window, key, above, at_least, below, decision, reason, category, self_approval"}, 5, "rules[0].tols"},
 		{"unknown top field", "name: p\ndefualt: deny\n",
 			[]string{"support.yaml:2: defualt: unknown field; want one of name, version, default, rules"}, 2, "defualt"},
 		{"bad effect", "name: p\nrules:\n  - {name: r, effect: destructive, decision: deny}\n",
@@ -276,7 +276,7 @@ rules:
 		{"rules not a list", "name: p\nrules:\n  name: r\n",
 			[]string{"support.yaml:3: rules: must be a list, not a mapping"}, 3, "rules"},
 		{"rule not a mapping", "name: p\nrules:\n  - delete_account\n",
-			[]string{`support.yaml:3: rules[0]: must be a mapping of name, tool, tools, effect, external, field, over, above, at_least, below, decision, reason, category, self_approval, not "delete_account"`}, 3, "rules[0]"},
+			[]string{`support.yaml:3: rules[0]: must be a mapping of name, tool, tools, effect, external, field, over, window, key, above, at_least, below, decision, reason, category, self_approval, not "delete_account"`}, 3, "rules[0]"},
 		{"not a mapping", "- a\n- b\n",
 			[]string{"support.yaml:1: must be a mapping of name, version, default, rules, not a list"}, 1, ""},
 		{"version with a space", "name: p\nversion: two words\n",

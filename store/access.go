@@ -223,3 +223,34 @@ type AccessStore interface {
 	// Deliveries lists deliveries in creation order.
 	Deliveries(ctx context.Context, p ListDeliveriesParams) ([]Delivery, error)
 }
+
+// EffectHistory is a store that reads a tenant's ledger across runs by
+// tool and time: what a policy totals over a window ("at most 500 USD
+// refunded per customer per day"). Both of Belay's stores implement it.
+type EffectHistory interface {
+	// RecentEffects returns the tenant's effects of p.Tool begun at or
+	// after p.Since in runs other than p.ExceptRun that happened, may have
+	// or may yet (done, unknown or pending; failed ones are left out),
+	// oldest first, at most p.Limit.
+	RecentEffects(ctx context.Context, p RecentEffectsParams) ([]RecentEffect, error)
+}
+
+// RecentEffectsParams asks for a tenant's effects of one tool since a time.
+type RecentEffectsParams struct {
+	Tenant    string
+	Tool      string
+	Since     time.Time
+	ExceptRun string
+	// Limit caps the effects returned; zero or less returns none.
+	Limit int
+}
+
+// RecentEffect is one effect RecentEffects returns, with the user (the
+// customer) of its run; User is empty if the run was pruned.
+type RecentEffect struct {
+	RunID     string
+	User      string
+	Args      json.RawMessage
+	State     EffectState
+	CreatedAt time.Time
+}

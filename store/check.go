@@ -116,6 +116,14 @@ func (p CancelRunParams) StopDetail() string {
 	return "canceled by " + p.By
 }
 
+// LeavesRunning reports whether a checkpoint writing u takes its run out
+// of a step (paused, waiting, ended or queued again): the run no longer
+// holds its place under its concurrency key, so runs of the key waiting in
+// other processes may be due now, and the store wakes them when some wait.
+func (u RunUpdate) LeavesRunning() bool {
+	return !u.KeepLease && u.Status != StatusRunning
+}
+
 // LetsGoWhileDue reports whether a checkpoint writing u lets go of a run
 // that is still due (running or queued, no lease): another worker should
 // take it at once, so the store wakes the idle ones.

@@ -129,8 +129,62 @@ type TenantLimiter interface {
 	TenantLimits(ctx context.Context) ([]TenantLimit, error)
 }
 
-// TenantLimit is the most runs of Tenant in a step at once.
+// TenantLimit is the most runs of Tenant in a step at once, and how fast
+// its runs may start.
 type TenantLimit struct {
 	Tenant     string
 	MaxRunning int
+	// StartsPerMinute caps how many of the tenant's queued runs claims take
+	// a minute, across every worker; 0 does not. Starts are spread: at
+	// most one second's worth (and at least one) start at once.
+	StartsPerMinute float64
+}
+
+// Check says what is wrong with l, or nil.
+func (l TenantLimit) Check() error {
+	if l.Tenant == "" || l.MaxRunning < 0 || l.StartsPerMinute < 0 {
+		return fmt.Errorf("tenant limit %+v: want a tenant, a cap of 0 (none) or more, and starts per minute of 0 (no limit) or more", l)
+	}
+	return nil
+}
+
+// AgentLimiter is a store that caps the runs of an agent in a step at
+// once, and how fast they start, across every worker: ClaimRuns takes none
+// of an agent's queued or paused runs while it has MaxRunning running, and
+// no more of its queued runs than its start rate allows. Both of Belay's
+// stores implement it.
+type AgentLimiter interface {
+	// SetAgentLimit sets an agent's cap and start rate; both 0 remove
+	// them.
+	SetAgentLimit(ctx context.Context, l AgentLimit) error
+	// AgentLimits returns every agent's limits, by agent.
+	AgentLimits(ctx context.Context) ([]AgentLimit, error)
+}
+
+// AgentLimit is the most runs of Agent (of every tenant) in a step at
+// once, and how fast its runs may start.
+type AgentLimit struct {
+	Agent string
+	// MaxRunning caps the agent's runs in a step at once; 0 does not.
+	MaxRunning int
+	// StartsPerMinute caps how many of the agent's queued runs claims take
+	// a minute; 0 does not. Starts are spread as a tenant's are.
+	StartsPerMinute float64
+}
+
+// Check says what is wrong with l, or nil.
+func (l AgentLimit) Check() error {
+	if l.Agent == "" || l.MaxRunning < 0 || l.StartsPerMinute < 0 {
+		return fmt.Errorf("agent limit %+v: want an agent, a cap of 0 (none) or more, and starts per minute of 0 (no limit) or more", l)
+	}
+	return nil
+}
+
+// StartBucket is the rate bucket a start rate of startsPerMinute is kept
+// in, for a tenant (kind "tenant") or an agent (kind "agent"): claims take
+// one unit from it for each queued run they start. It holds one second's
+// worth of starts, and at least one.
+func StartBucket(kind, name string, startsPerMinute float64) BucketTake {
+	return BucketTake{Name: "starts:" + kind + ":" + name, Rate: startsPerMinute / 60,
+		Burst: max(1, startsPerMinute/60), Units: 1}
 }

@@ -58,8 +58,10 @@ func TestDelivererTakesItsScheme(t *testing.T) {
 				}
 				d := f.delivery(t, run.ID)
 				if d.State == store.DeliveryPending {
-					if i == 0 && !d.NextAttemptAt.Equal(f.clock.Now().Add(30*time.Second)) {
-						t.Errorf("next attempt at %s, want the rate limit's 30s after %s", d.NextAttemptAt, f.clock.Now())
+					// The rate limit's 30s, and the jitter's longest draw
+					// (the default first backoff, 1s) on top.
+					if i == 0 && !d.NextAttemptAt.Equal(f.clock.Now().Add(31*time.Second)) {
+						t.Errorf("next attempt at %s, want the rate limit's 30s and 1s of jitter after %s", d.NextAttemptAt, f.clock.Now())
 					}
 					f.clock.Set(d.NextAttemptAt)
 				}

@@ -65,7 +65,9 @@ type Options struct {
 	// for every attempt after, and each wait is drawn uniformly below it.
 	// Default 1s.
 	BaseDelay time.Duration
-	// MaxDelay caps one wait, a Retry-After included. Default 1h.
+	// MaxDelay caps the backoff, and apart from it the Retry-After
+	// honoured: a wait after a Retry-After is that and a jittered backoff
+	// on top, so at most twice MaxDelay. Default 1h.
 	MaxDelay time.Duration
 	// ConsoleURL is the console's base URL ("https://belay.example.com").
 	// When set, approval_requested deliveries link to the approval's page.
@@ -251,7 +253,10 @@ func (s *Sender) deliver(ctx context.Context, d store.Delivery) error {
 		if d.Attempts >= s.opts.MaxAttempts {
 			p.State = store.DeliveryFailed
 		} else {
-			p.NextAttemptAt = now.Add(max(s.backoff(d.Attempts), min(o.retryAfter, s.opts.MaxDelay)))
+			// The endpoint's Retry-After is waited first and the jitter
+			// on top, so deliveries one rate limit refused together do
+			// not all come back at its last instant.
+			p.NextAttemptAt = now.Add(min(o.retryAfter, s.opts.MaxDelay) + s.backoff(d.Attempts))
 		}
 	}
 	log := s.opts.Logger.With("delivery", d.ID, "webhook", d.WebhookID, "kind", d.Kind, "attempt", d.Attempts)

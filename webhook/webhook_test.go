@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,15 +188,15 @@ func TestRetriesUntilDelivered(t *testing.T) {
 	payload := json.RawMessage(`{"approval_id":"ap 1","tool":"refund"}`)
 	run := f.notify(t, "approval_requested", payload)
 
-	// The receiver asks for 90s, longer than the backoff (1s, 2s, 4s): the
-	// next attempt waits for Retry-After.
+	// The receiver asks for 90s: the next attempt waits for Retry-After,
+	// and the backoff's jitter (its longest draw: 1s, 2s, 4s) on top.
 	for attempt := 1; attempt <= failures; attempt++ {
 		sendDue(t, s, 1)
 		d := f.delivery(t, run.ID)
 		if d.State != store.DeliveryPending || d.Attempts != attempt || d.LastError != "HTTP 503" {
 			t.Fatalf("after failure %d: state %s, attempts %d, error %q", attempt, d.State, d.Attempts, d.LastError)
 		}
-		if want := f.clock.Now().Add(90 * time.Second); !d.NextAttemptAt.Equal(want) {
+		if want := f.clock.Now().Add(90*time.Second + time.Second<<(attempt-1)); !d.NextAttemptAt.Equal(want) {
 			t.Fatalf("after failure %d: next attempt at %s, want %s", attempt, d.NextAttemptAt, want)
 		}
 		f.clock.Set(d.NextAttemptAt.Add(-time.Nanosecond))
@@ -261,6 +262,44 @@ func TestBackoff(t *testing.T) {
 			t.Fatalf("after attempt %d: wait %s, want %s", d.Attempts, got, want*time.Second)
 		}
 		f.clock.Set(d.NextAttemptAt)
+	}
+}
+
+// Deliveries one Retry-After refused together come back spread over the
+// backoff's window after it, not all at its last instant: the jitter is
+// drawn over the whole window, on top of the Retry-After.
+func TestRetryAfterGetsFullJitterOnTop(t *testing.T) {
+	t.Parallel()
+	for _, draw := range []string{"bottom", "top"} {
+		t.Run(draw, func(t *testing.T) {
+			t.Parallel()
+			rc := &receiver{failures: 1, status: http.StatusTooManyRequests, retryAfter: "30"}
+			srv := httptest.NewServer(rc)
+			defer srv.Close()
+			f := newFixture(t, srv.URL)
+			rc.clock = f.clock
+			s := f.sender(srv.Client(), Options{BaseDelay: 4 * time.Second, AllowPrivateDestinations: true})
+			var asked []int64
+			s.opts.rand = func(n int64) int64 {
+				asked = append(asked, n)
+				if draw == "top" {
+					return n - 1
+				}
+				return 0
+			}
+			run := f.notify(t, "run_finished", json.RawMessage(`{}`))
+			sendDue(t, s, 1)
+			want := 30 * time.Second
+			if draw == "top" {
+				want += 4 * time.Second
+			}
+			if got := f.delivery(t, run.ID).NextAttemptAt.Sub(f.clock.Now()); got != want {
+				t.Errorf("wait %s, want %s", got, want)
+			}
+			if !slices.Equal(asked, []int64{int64(4*time.Second) + 1}) {
+				t.Errorf("jitter drawn from %v, want one draw over the first window (4s)", asked)
+			}
+		})
 	}
 }
 

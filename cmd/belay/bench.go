@@ -32,6 +32,9 @@ const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] 
        belay bench --waiting N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
        belay bench --streams N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
        belay bench --takeover [--runs 32] [--lease-ttl 5s] [--store sqlite] [--json]
+       belay bench --scenario keys [--runs 1000] [--keys 5] [--model-latency D] [--json]
+       belay bench --scenario fairness [--backlog 10000] [--late 10] [--model-latency D] [--json]
+       belay bench --scenario tpm [--runs 64] [--tpm 60000] [--duration 75s] [--json]
 
 Runs N agents of K tool calls each against a scripted model and a no-op tool,
 so what is measured is Belay itself: durable steps per second, per-step overhead,
@@ -52,7 +55,17 @@ arrival on the streams as approvals decided here let the runs finish.
 With --takeover it starts --runs runs (32 if not given) on a worker in a
 process of its own, kills it with SIGKILL in the middle of its steps, and times
 until another worker has claimed each run; then freezes that one with SIGSTOP
-and times until a third has claimed them, once their leases run out.`
+and times until a third has claimed them, once their leases run out.
+
+With --scenario keys it runs --runs runs (1000) on --keys concurrency keys
+and counts, from the runs' traces, the times two runs of one key were in a
+step at once (0 expected). With --scenario fairness it queues --backlog runs
+of tenant A, starts the workers on them, then starts --late runs of tenant B
+and reports B's wait from creation to first claim (p50, p99). With --scenario
+tpm, --runs runs (64) call a model whose provider account answers 429 above
+--tpm tokens a minute, far below their demand: once with Belay's shared
+limit at --tpm, once without, each for --duration; it reports the 429s after
+the first minute and the tokens a minute admitted then.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", benchUsage, stdout)
@@ -72,6 +85,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	resumes := fs.Int("resumes", 200, "with --parked or --waiting: how many approvals are decided (or replies sent) and timed until their run is claimed; with --streams, until their stream ends")
 	takeover := fs.Bool("takeover", false, "instead: kill a worker (SIGKILL) mid-step, then freeze another (SIGSTOP), and time until a worker in another process has claimed each run")
 	leaseTTL := fs.Duration("lease-ttl", 5*time.Second, "with --takeover: the workers' lease time-to-live")
+	scenario := fs.String("scenario", "", "instead: a flow-control scenario: keys (runs on few concurrency keys; overlaps from the traces), fairness (tenant A's backlog, tenant B's wait) or tpm (a provider's tokens per minute, with and without a shared limit)")
+	keys := fs.Int("keys", 5, "with --scenario keys: the concurrency keys the runs share")
+	backlog := fs.Int("backlog", 10000, "with --scenario fairness: tenant A's queued runs")
+	tpm := fs.Float64("tpm", 60000, "with --scenario tpm: the provider account's tokens per minute (each call takes 1,200)")
+	duration := fs.Duration("duration", 75*time.Second, "with --scenario tpm: how long each half (with the shared limit, then without) runs; the first minute is warm-up")
+	late := fs.Int("late", 10, "with --scenario fairness: tenant B's runs, started once the workers are busy with A's")
 	streams := fs.Int("streams", 0, "instead: park this many runs on approval, open an event stream on each on a server in a process of its own, measure it idle (memory, CPU), then time events from their commit to their arrival on the streams")
 	if err := fs.parseNone(args); err != nil {
 		return err
@@ -138,6 +157,65 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		tres.print(stdout)
 		return nil
+	}
+	switch *scenario {
+	case "":
+	case "keys":
+		if !fs.given("runs") {
+			cfg.runs = 1000
+		}
+		if !fs.given("steps") {
+			cfg.steps = 2
+		}
+		if *keys < 1 {
+			return usageError{"bench: --keys must be at least 1"}
+		}
+		res, err := benchKeys(ctx, cfg, *keys)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, res)
+		}
+		res.print(stdout)
+		return nil
+	case "fairness":
+		if !fs.given("steps") {
+			cfg.steps = 2
+		}
+		if *backlog < cfg.concurrency || *late < 1 {
+			return usageError{"bench: --scenario fairness needs a --backlog of at least --concurrency runs (the workers are busy with them) and --late of 1 or more"}
+		}
+		res, err := benchFairness(ctx, cfg, *backlog, *late)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, res)
+		}
+		res.print(stdout)
+		return nil
+	case "tpm":
+		if !fs.given("runs") {
+			cfg.runs = 64
+		}
+		if !fs.given("model-latency") {
+			cfg.modelLatency = 20 * time.Millisecond
+		}
+		if *tpm < 1200 || *duration <= 0 {
+			return usageError{"bench: --scenario tpm needs --tpm of at least 1200 (one call) and a --duration above 0"}
+		}
+		res, err := benchTPM(ctx, cfg, *tpm, *duration)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, res)
+		}
+		res.print(stdout)
+		return nil
+	default:
+		return usageError{fmt.Sprintf("bench: unknown --scenario %q (want keys, fairness or tpm)", *scenario)}
 	}
 	if *streams > 0 {
 		sres, err := benchStreams(ctx, streamsConfig{benchConfig: cfg, streams: *streams, decisions: *resumes, idle: *idle})

@@ -285,3 +285,70 @@ func TestBenchTakeover(t *testing.T) {
 		t.Errorf("frozen worker's runs taken over after p50 %v, max %v ms; want once their %v ms leases ran out", res.FrozenP50MS, res.FrozenMaxMS, res.LeaseTTLMS)
 	}
 }
+
+// --scenario keys runs runs on few keys and reads the holds from the
+// traces: one a run at least, and no two of one key at once.
+func TestBenchScenarioKeys(t *testing.T) {
+	t.Parallel()
+	out, err := belayCmd(t, "bench", "--scenario", "keys", "--runs", "30", "--keys", "3", "--concurrency", "8", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res keysResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if res.Scenario != "keys" || res.Runs != 30 || res.Keys != 3 || res.Holds < 30 || res.Overlaps != 0 {
+		t.Errorf("%+v: want 30 runs on 3 keys, a hold each at least, no overlap", res)
+	}
+}
+
+// --scenario fairness times tenant B's late runs to their first claim
+// while tenant A's backlog waits: B's runs all start with most of A's
+// still queued.
+func TestBenchScenarioFairness(t *testing.T) {
+	t.Parallel()
+	out, err := belayCmd(t, "bench", "--scenario", "fairness", "--backlog", "400", "--late", "5", "--concurrency", "8", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res fairnessResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if res.Scenario != "fairness" || res.Backlog != 400 || res.Late != 5 || res.BacklogLeft < 200 {
+		t.Errorf("%+v: want B's 5 runs started with most of A's 400 still queued", res)
+	}
+	if _, err := belayCmd(t, "bench", "--scenario", "fairness", "--backlog", "4", "--concurrency", "8"); err == nil {
+		t.Error("a backlog smaller than the workers: no error")
+	}
+}
+
+// --scenario tpm runs both halves: with the shared limit no call of the
+// first minute is answered 429, as the bucket starts with the provider's
+// minute; without it, more runs call than the provider admits and some are
+// answered 429.
+func TestBenchScenarioTPM(t *testing.T) {
+	t.Parallel()
+	out, err := belayCmd(t, "bench", "--scenario", "tpm", "--runs", "8", "--tpm", "6000", "--duration", "3s", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res tpmResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if res.Scenario != "tpm" || res.Runs != 8 || res.TPM != 6000 || len(res.Phases) != 2 {
+		t.Fatalf("%+v: want 8 runs at 6000 tokens a minute, two halves", res)
+	}
+	limited, free := res.Phases[0], res.Phases[1]
+	if !limited.SharedLimit || limited.Answered429 != 0 || limited.ModelCalls == 0 {
+		t.Errorf("with the shared limit: %+v, want calls and none answered 429", limited)
+	}
+	if free.SharedLimit || free.Answered429 == 0 {
+		t.Errorf("without it: %+v, want some of 8 runs answered 429 by an account that admits 5 calls a minute", free)
+	}
+	if _, err := belayCmd(t, "bench", "--scenario", "tpm", "--tpm", "100"); err == nil {
+		t.Error("a limit below one call: no error")
+	}
+}

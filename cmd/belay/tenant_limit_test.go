@@ -27,10 +27,43 @@ func TestTenantLimitSetsListsAndRemoves(t *testing.T) {
 	if out, err := belayRun("tenant-limit", "--json"); err != nil || strings.TrimSpace(out) != `{"tenant":"acme","max_running":5}` {
 		t.Errorf("list the caps: %v\n%s", err, out)
 	}
-	if out, err := belayRun("tenant-limit", "--tenant", "acme", "--max-running", "0"); err != nil || !strings.Contains(out, "no tenant has a cap") {
+	if out, err := belayRun("tenant-limit", "--tenant", "acme", "--max-running", "0"); err != nil || !strings.Contains(out, "no tenant has a limit") {
 		t.Errorf("remove acme's cap: %v\n%s", err, out)
 	}
 	if _, err := belayRun("tenant-limit", "--tenant", "acme"); err == nil || !strings.Contains(err.Error(), "--max-running") {
 		t.Errorf("a tenant without a cap: %v, want a usage error naming --max-running", err)
+	}
+}
+
+// agent-limit sets an agent's cap and start rate, keeps the one not given
+// when the other changes, lists them, and removes them with 0; a rate
+// without an agent is refused, saying what to give.
+func TestAgentLimitSetsKeepsAndRemoves(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "belay.db")
+	belayRun := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), append(args, "--db", db), &out, &errb)
+		return out.String(), err
+	}
+	if _, err := belayRun("start", "--user", "ada", "--request-id", "T-1", "--input", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := belayRun("agent-limit", "--agent", "support", "--max-running", "8"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := belayRun("agent-limit", "--agent", "support", "--starts-per-minute", "90", "--json"); err != nil ||
+		strings.TrimSpace(out) != `{"agent":"support","max_running":8,"starts_per_minute":90}` {
+		t.Errorf("add a start rate to the cap: %v\n%s", err, out)
+	}
+	if out, err := belayRun("tenant-limit", "--tenant", "acme", "--starts-per-minute", "30", "--json"); err != nil ||
+		strings.TrimSpace(out) != `{"tenant":"acme","max_running":0,"starts_per_minute":30}` {
+		t.Errorf("a tenant's start rate: %v\n%s", err, out)
+	}
+	if out, err := belayRun("agent-limit", "--agent", "support", "--max-running", "0", "--starts-per-minute", "0"); err != nil || !strings.Contains(out, "no agent has a limit") {
+		t.Errorf("remove the agent's limits: %v\n%s", err, out)
+	}
+	if _, err := belayRun("agent-limit", "--starts-per-minute", "5"); err == nil || !strings.Contains(err.Error(), "--agent") {
+		t.Errorf("a rate without an agent: %v, want a usage error naming --agent", err)
 	}
 }

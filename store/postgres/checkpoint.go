@@ -83,6 +83,8 @@ func (s *Store) checkpointOne(ctx context.Context, p store.CheckpointParams, j s
 	queueOutbox(b, p.Fence.RunID, p.Now, p.Outbox)
 	if wakes(u) {
 		b.Queue(runWakeupSQL, namedArgs{"id": p.Fence.RunID})
+	} else if u.LeavesRunning() {
+		b.Queue(runWakeupKeySQL, namedArgs{"id": p.Fence.RunID})
 	}
 	return checkpointError(p, s.send(ctx, b))
 }

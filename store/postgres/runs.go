@@ -40,6 +40,8 @@ var (
 	runRenewLeaseSQL string
 	//go:embed query/run_wakeup.sql
 	runWakeupSQL string
+	//go:embed query/run_wakeup_key.sql
+	runWakeupKeySQL string
 )
 
 // CreateRun inserts a queued run, or returns the existing run of the same

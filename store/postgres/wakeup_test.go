@@ -2,12 +2,14 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/belayrun/belay/store"
+	"github.com/belayrun/belay/store/internal/sqlrow"
 )
 
 // wakeWithin is how long a test waits for a wakeup before failing: a bound
@@ -200,5 +202,71 @@ func awaitClosed(t *testing.T, ch <-chan struct{}, after string) {
 		case <-timer.C:
 			t.Fatalf("wakeups not closed within %s after %s", wakeWithin, after)
 		}
+	}
+}
+
+// A run that leaves its step while another run of its concurrency key
+// waits notifies idle workers, written alone or in a batch of the writer,
+// so that the waiting run is claimed at once and not at a worker's next
+// poll. A run whose key nobody waits for, or that has no key, notifies
+// nothing: notifications arrive in commit order, so the first one heard
+// after such a run ends is the keyed run's.
+func TestWakeupsWhenAConcurrencyKeyIsLetGo(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"alone", "batch"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			s := openTest(t, Config{})
+			ctx, cancel := context.WithTimeout(t.Context(), wakeWithin)
+			defer cancel()
+			for _, r := range []store.CreateRunParams{
+				{ID: "run-1", ConcurrencyKey: "cus_1", ConcurrencyLimit: 1},
+				{ID: "run-2", ConcurrencyKey: "cus_1", ConcurrencyLimit: 1},
+				{ID: "run-3", ConcurrencyKey: "cus_2", ConcurrencyLimit: 1},
+				{ID: "run-4"},
+			} {
+				r.Tenant, r.Agent, r.Now = "t", "a", t0
+				if _, _, err := s.CreateRun(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runs, err := s.ClaimRuns(ctx, store.ClaimRunsParams{Owner: "w", Now: t0, TTL: time.Hour, Limit: 4})
+			if err != nil || len(runs) != 3 {
+				t.Fatalf("ClaimRuns: %v, %v; want run-1, run-3 and run-4", ids(runs), err)
+			}
+			conn, err := s.listen(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeConn(conn)
+			end := func(r store.Run) {
+				t.Helper()
+				p := store.CheckpointParams{Fence: fenceOf(r), Now: t0, Run: store.RunUpdate{Status: store.StatusDone}}
+				if path == "alone" {
+					if err := s.checkpointOne(ctx, p, sqlrow.NewJournalEntry(p.Now, nil, nil)); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				if _, err := s.checkpointGroup(requests(t, []store.CheckpointParams{p})); err != nil {
+					t.Fatal(err)
+				}
+			}
+			byID := map[string]store.Run{}
+			for _, r := range runs {
+				byID[r.ID] = r
+			}
+			end(byID["run-4"])
+			end(byID["run-3"])
+			end(byID["run-1"])
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				t.Fatalf("no notification after run-1 let go of its key: %v", err)
+			}
+			var w wakeup
+			if err := json.Unmarshal([]byte(n.Payload), &w); err != nil || w.Run != "run-1" {
+				t.Errorf("first notification %s, want run-1's (run-3 and run-4 have nobody waiting)", n.Payload)
+			}
+		})
 	}
 }

@@ -16,6 +16,8 @@ var (
 	runCheckpointSQL string
 	//go:embed query/run_checkpoint_keep.sql
 	runCheckpointKeepSQL string
+	//go:embed query/run_key_waiting.sql
+	runKeyWaitingSQL string
 )
 
 // Checkpoint writes one step in one savepoint of the writer's transaction:
@@ -76,7 +78,13 @@ func (s *Store) Checkpoint(ctx context.Context, p store.CheckpointParams) error 
 		if err := insertWaits(ctx, tx, p.Fence.RunID, p.Now, p.Waits); err != nil {
 			return err
 		}
-		if p.Run.LetsGoWhileDue() {
+		wake := p.Run.LetsGoWhileDue()
+		if !wake && p.Run.LeavesRunning() {
+			if err := tx.QueryRowContext(ctx, runKeyWaitingSQL, sql.Named("id", p.Fence.RunID)).Scan(&wake); err != nil {
+				return err
+			}
+		}
+		if wake {
 			if err := raiseWakeup(ctx, tx); err != nil {
 				return err
 			}

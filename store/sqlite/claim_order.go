@@ -20,13 +20,20 @@ var (
 	runDueQueuedSQL string
 	//go:embed query/run_tenant_running.sql
 	runTenantRunningSQL string
+	//go:embed query/run_agent_running.sql
+	runAgentRunningSQL string
 )
 
 // candidate is a due run a claim may take.
 type candidate struct {
-	id, takenFrom, tenant string
-	priority              int
-	due                   int64
+	id, takenFrom, tenant, agent string
+	priority                     int
+	due                          int64
+	// start says the run is queued: claiming it starts it, which takes
+	// from its tenant's and its agent's start rates (startBuckets).
+	start bool
+	// startBuckets are the start rates the run's start takes from.
+	startBuckets []store.BucketTake
 	// expired says the run is running on an expired lease: it has its
 	// place among its tenant's running runs already, and goes first.
 	expired bool
@@ -46,7 +53,7 @@ func dueRuns(ctx context.Context, tx *writeTx, p store.ClaimRunsParams, agents s
 	}
 	cands := make([]candidate, 0, len(again)+limit)
 	for _, r := range again {
-		cands = append(cands, candidate{id: r.ID, takenFrom: r.TakenFrom, tenant: r.Tenant, priority: r.Priority,
+		cands = append(cands, candidate{id: r.ID, takenFrom: r.TakenFrom, tenant: r.Tenant, agent: r.Agent, priority: r.Priority,
 			due: r.Due, expired: r.Expired})
 	}
 	var tenants []string
@@ -61,8 +68,8 @@ func dueRuns(ctx context.Context, tx *writeTx, p store.ClaimRunsParams, agents s
 	}
 	for _, tenant := range tenants {
 		err := scanRows(ctx, tx, runDueQueuedSQL, func(rows *sql.Rows) error {
-			c := candidate{tenant: tenant}
-			err := rows.Scan(&c.id, &c.priority, &c.due)
+			c := candidate{tenant: tenant, start: true}
+			err := rows.Scan(&c.id, &c.agent, &c.priority, &c.due)
 			cands = append(cands, c)
 			return err
 		}, sql.Named("tenant", tenant), sql.Named("limit", limit), sql.Named("agents", agents))
@@ -70,29 +77,79 @@ func dueRuns(ctx context.Context, tx *writeTx, p store.ClaimRunsParams, agents s
 			return nil, err
 		}
 	}
-	running, caps := map[string]int{}, map[string]int{}
+	byTenant, byAgent := map[string]limits{}, map[string]limits{}
 	for _, c := range cands {
-		if _, ok := running[c.tenant]; ok {
+		if _, ok := byTenant[c.tenant]; !ok {
+			var l limits
+			if err := tx.QueryRowContext(ctx, runTenantRunningSQL, sql.Named("tenant", c.tenant)).Scan(&l.running); err != nil {
+				return nil, err
+			}
+			if err := tx.QueryRowContext(ctx, tenantLimitGetSQL, sql.Named("tenant", c.tenant)).Scan(&l.cap, &l.starts); err != nil {
+				return nil, err
+			}
+			byTenant[c.tenant] = l
+		}
+		if _, ok := byAgent[c.agent]; !ok {
+			var l limits
+			if err := tx.QueryRowContext(ctx, agentLimitGetSQL, sql.Named("agent", c.agent)).Scan(&l.cap, &l.starts); err != nil {
+				return nil, err
+			}
+			// Only a capped agent's running runs are counted: a claim
+			// costs nothing more for agents without one.
+			if l.cap > 0 {
+				if err := tx.QueryRowContext(ctx, runAgentRunningSQL, sql.Named("agent", c.agent)).Scan(&l.running); err != nil {
+					return nil, err
+				}
+			}
+			byAgent[c.agent] = l
+		}
+	}
+	for i, c := range cands {
+		if !c.start {
 			continue
 		}
-		var n, limit int
-		if err := tx.QueryRowContext(ctx, runTenantRunningSQL, sql.Named("tenant", c.tenant)).Scan(&n); err != nil {
-			return nil, err
+		if r := byTenant[c.tenant].starts; r > 0 {
+			cands[i].startBuckets = append(cands[i].startBuckets, store.StartBucket("tenant", c.tenant, r))
 		}
-		if err := tx.QueryRowContext(ctx, tenantLimitGetSQL, sql.Named("tenant", c.tenant)).Scan(&limit); err != nil {
-			return nil, err
+		if r := byAgent[c.agent].starts; r > 0 {
+			cands[i].startBuckets = append(cands[i].startBuckets, store.StartBucket("agent", c.agent, r))
 		}
-		running[c.tenant], caps[c.tenant] = n, limit
 	}
-	return withinCaps(fairOrder(cands, running), caps), nil
+	running := make(map[string]int, len(byTenant))
+	for t, l := range byTenant {
+		running[t] = l.running
+	}
+	return withinCaps(fairOrder(cands, running), byTenant, byAgent), nil
+}
+
+// limits are a tenant's or an agent's caps, as a claim reads them: its
+// runs running, its cap on them (0: none) and its start rate (0: none).
+type limits struct {
+	running, cap int
+	starts       float64
 }
 
 // withinCaps drops the runs a claim would take beyond their tenant's cap
-// on running runs (store.TenantLimiter): a run on an expired lease is
-// running already and stays.
-func withinCaps(cands []candidate, caps map[string]int) []candidate {
+// on running runs (store.TenantLimiter) or their agent's
+// (store.AgentLimiter), counting, for an agent, the runs taken before it
+// in the claim's order: a run on an expired lease is running already and
+// stays.
+func withinCaps(cands []candidate, tenants, agents map[string]limits) []candidate {
+	taken := map[string]int{}
 	return slices.DeleteFunc(cands, func(c candidate) bool {
-		return !c.expired && caps[c.tenant] > 0 && c.load >= caps[c.tenant]
+		if c.expired {
+			return false
+		}
+		if tc := tenants[c.tenant].cap; tc > 0 && c.load >= tc {
+			return true
+		}
+		if a := agents[c.agent]; a.cap > 0 {
+			if a.running+taken[c.agent] >= a.cap {
+				return true
+			}
+			taken[c.agent]++
+		}
+		return false
 	})
 }
 

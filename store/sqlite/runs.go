@@ -186,6 +186,20 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 				if len(runs) == p.Limit {
 					break
 				}
+				// A start its tenant's or its agent's start rate has no
+				// room for waits for a later claim. It does not make the
+				// claim read again: the same runs would come back.
+				var next []store.Bucket
+				if len(c.startBuckets) > 0 {
+					answer, n, err := askBuckets(ctx, tx, store.TakeFromBucketsParams{Now: p.Now, Takes: c.startBuckets})
+					if err != nil {
+						return err
+					}
+					if !answer.Admitted {
+						continue
+					}
+					next = n
+				}
 				r, err := sqlrow.Run(tx.QueryRowContext(ctx, runClaimSQL,
 					sql.Named("id", c.id),
 					sql.Named("owner", p.Owner),
@@ -197,6 +211,9 @@ func (s *Store) ClaimRuns(ctx context.Context, p store.ClaimRunsParams) ([]store
 					continue
 				}
 				if err != nil {
+					return err
+				}
+				if err := putBuckets(ctx, tx, next); err != nil {
 					return err
 				}
 				r.TakenFrom = c.takenFrom

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -26,6 +27,12 @@ var flowCases = []struct {
 	{"ClaimFairCountsRunning", testClaimFairCountsRunning},
 	{"ClaimTenantCap", testClaimTenantCap},
 	{"ClaimTenantCapConcurrent", testClaimTenantCapConcurrent},
+	{"ClaimAgentCap", testClaimAgentCap},
+	{"ClaimAgentCapConcurrent", testClaimAgentCapConcurrent},
+	{"ClaimTenantStartRate", testClaimTenantStartRate},
+	{"ClaimAgentStartRate", testClaimAgentStartRate},
+	{"ClaimStartRateConcurrent", testClaimStartRateConcurrent},
+	{"RecentEffects", testRecentEffects},
 	{"BucketsTakeAndRefill", testBucketsTakeAndRefill},
 	{"BucketsAllOrNothing", testBucketsAllOrNothing},
 	{"BucketsDrain", testBucketsDrain},
@@ -506,5 +513,268 @@ func testClaimTenantCapConcurrent(t *testing.T, s store.Store) {
 	wg.Wait()
 	if claimed != 3 {
 		t.Errorf("6 workers claiming at once took %d runs of a tenant capped at 3", claimed)
+	}
+}
+
+func agentLimiter(t *testing.T, s store.Store) store.AgentLimiter {
+	t.Helper()
+	l, ok := s.(store.AgentLimiter)
+	if !ok {
+		t.Fatalf("%T keeps no agent caps (store.AgentLimiter)", s)
+	}
+	return l
+}
+
+// An agent with a cap gets no more runs, of any tenant, while it has as
+// many running; another agent's runs are claimed around it, and the cap
+// frees a place when a run lets go. A run on an expired lease is running
+// already. Bad limits are refused.
+func testClaimAgentCap(t *testing.T, s store.Store) {
+	l := agentLimiter(t, s)
+	capped, other := uniq("agent"), uniq("agent")
+	if err := l.SetAgentLimit(t.Context(), store.AgentLimit{Agent: capped, MaxRunning: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var cs []string
+	for i := range 4 {
+		// Two tenants: the cap counts the agent's runs of every tenant.
+		tenant := []string{"t-a", "t-b"}[i%2]
+		cs = append(cs, newRun(t, s, store.CreateRunParams{Tenant: tenant, Agent: capped, Now: t0.Add(time.Duration(i) * time.Millisecond)}).ID)
+	}
+	o := newRun(t, s, store.CreateRunParams{Tenant: "t-a", Agent: other, Now: t0.Add(time.Second)})
+	now := t0.Add(time.Minute)
+	got := claimAll(t, s, "w1", now, time.Minute)
+	if n := countAgent(got, capped); n != 2 || !slices.Contains(ids(got), o.ID) || len(got) != 3 {
+		t.Fatalf("claimed %v: %d of the capped agent's, want 2 (its cap) and the other agent's run", ids(got), n)
+	}
+	if got := claimAll(t, s, "w2", now, time.Minute); len(got) != 0 {
+		t.Fatalf("claimed %v with the agent at its cap", ids(got))
+	}
+	park(t, s, getRun(t, s, got[0].ID), store.StatusDone, time.Time{})
+	if got := claimAll(t, s, "w2", now, time.Minute); len(got) != 1 || got[0].Agent != capped {
+		t.Fatalf("claimed %v after one of the agent's runs ended, want one more of its runs", ids(got))
+	}
+	limits, err := l.AgentLimits(t.Context())
+	if err != nil || !slices.Contains(limits, store.AgentLimit{Agent: capped, MaxRunning: 2}) {
+		t.Errorf("AgentLimits: %v (%v), want %s at 2", limits, err, capped)
+	}
+	if err := l.SetAgentLimit(t.Context(), store.AgentLimit{Agent: capped}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimAll(t, s, "w3", now, time.Minute); len(got) != 1 || got[0].ID != cs[3] && got[0].ID != cs[2] {
+		t.Errorf("claimed %v once the agent's cap was removed, want its last queued run", ids(got))
+	}
+	for _, bad := range []store.AgentLimit{{}, {Agent: capped, MaxRunning: -1}, {Agent: capped, StartsPerMinute: -1}} {
+		if err := l.SetAgentLimit(t.Context(), bad); err == nil {
+			t.Errorf("SetAgentLimit(%+v): no error", bad)
+		}
+	}
+}
+
+func countAgent(runs []store.Run, agent string) int {
+	n := 0
+	for _, r := range runs {
+		if r.Agent == agent {
+			n++
+		}
+	}
+	return n
+}
+
+// Workers claiming at once never run more of an agent than its cap.
+func testClaimAgentCapConcurrent(t *testing.T, s store.Store) {
+	l := agentLimiter(t, s)
+	agent := uniq("agent")
+	if err := l.SetAgentLimit(t.Context(), store.AgentLimit{Agent: agent, MaxRunning: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		newRun(t, s, store.CreateRunParams{Agent: agent, Now: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	if claimed := claimConcurrently(t, s, 6, 2); claimed != 3 {
+		t.Errorf("6 workers claiming at once took %d runs of an agent capped at 3", claimed)
+	}
+}
+
+// claimConcurrently has workers claim up to limit runs each, all at once,
+// and returns how many they took in all.
+func claimConcurrently(t *testing.T, s store.Store, workers, limit int) int {
+	t.Helper()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		claimed int
+	)
+	for w := range workers {
+		wg.Go(func() {
+			runs, err := s.ClaimRuns(t.Context(), store.ClaimRunsParams{Owner: fmt.Sprintf("w%d", w), Now: t0.Add(time.Second),
+				TTL: time.Hour, Limit: limit})
+			if err != nil {
+				t.Errorf("ClaimRuns: %v", err)
+			}
+			mu.Lock()
+			claimed += len(runs)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return claimed
+}
+
+// A tenant's start rate lets claims start its queued runs no faster than
+// it: one a second at 60 a minute, never two at once after an idle spell,
+// while another tenant's runs start around it. Runs that started already
+// (on an expired lease, or paused until now) are not starts.
+func testClaimTenantStartRate(t *testing.T, s store.Store) {
+	l := tenantLimiter(t, s)
+	a, b := uniq("tenant-a"), uniq("tenant-b")
+	if err := l.SetTenantLimit(t.Context(), store.TenantLimit{Tenant: a, StartsPerMinute: 60}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		newRun(t, s, store.CreateRunParams{Tenant: a, Now: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	for i := range 3 {
+		newRun(t, s, store.CreateRunParams{Tenant: b, Now: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	now := t0.Add(time.Minute)
+	got := claimAll(t, s, "w1", now, time.Hour)
+	if n := countTenant(got, a); n != 1 || len(got) != 4 {
+		t.Fatalf("claimed %v: %d of A's, want 1 (its rate's burst) and B's 3", ids(got), n)
+	}
+	if got := claimAll(t, s, "w1", now.Add(500*time.Millisecond), time.Hour); len(got) != 0 {
+		t.Fatalf("claimed %v half a second later, want none", ids(got))
+	}
+	if got := claimAll(t, s, "w1", now.Add(time.Second), time.Hour); countTenant(got, a) != 1 || len(got) != 1 {
+		t.Fatalf("claimed %v a second later, want one of A's", ids(got))
+	}
+	// Idle for a minute, the bucket holds one start, not sixty.
+	if got := claimAll(t, s, "w1", now.Add(time.Minute), time.Hour); countTenant(got, a) != 1 || len(got) != 1 {
+		t.Fatalf("claimed %v after a minute idle, want one of A's", ids(got))
+	}
+	// A run of A parked until a time is due again without a start.
+	r := got[0]
+	park(t, s, r, store.StatusPaused, now.Add(time.Minute))
+	if got := claimAll(t, s, "w2", now.Add(time.Minute), time.Hour); len(got) != 1 || got[0].ID != r.ID {
+		t.Errorf("claimed %v, want the paused run %s, which is no start", ids(got), r.ID)
+	}
+	limits, err := l.TenantLimits(t.Context())
+	if err != nil || !slices.Contains(limits, store.TenantLimit{Tenant: a, StartsPerMinute: 60}) {
+		t.Errorf("TenantLimits: %v (%v), want %s at 60 starts a minute", limits, err, a)
+	}
+	if err := l.SetTenantLimit(t.Context(), store.TenantLimit{Tenant: a, StartsPerMinute: -1}); err == nil {
+		t.Error("SetTenantLimit with a negative start rate: no error")
+	}
+}
+
+func countTenant(runs []store.Run, tenant string) int {
+	n := 0
+	for _, r := range runs {
+		if r.Tenant == tenant {
+			n++
+		}
+	}
+	return n
+}
+
+// An agent's start rate counts its starts of every tenant; at 120 a
+// minute its bucket holds two.
+func testClaimAgentStartRate(t *testing.T, s store.Store) {
+	l := agentLimiter(t, s)
+	agent := uniq("agent")
+	if err := l.SetAgentLimit(t.Context(), store.AgentLimit{Agent: agent, StartsPerMinute: 120}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		newRun(t, s, store.CreateRunParams{Tenant: []string{"t-a", "t-b"}[i%2], Agent: agent, Now: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	now := t0.Add(time.Minute)
+	if got := claimAll(t, s, "w1", now, time.Hour); len(got) != 2 {
+		t.Fatalf("claimed %v, want 2 (the rate's burst)", ids(got))
+	}
+	if got := claimAll(t, s, "w1", now.Add(500*time.Millisecond), time.Hour); len(got) != 1 {
+		t.Fatalf("claimed %v half a second later, want 1", ids(got))
+	}
+}
+
+// Workers claiming at once never start more than a start rate's room.
+func testClaimStartRateConcurrent(t *testing.T, s store.Store) {
+	l := tenantLimiter(t, s)
+	a := uniq("tenant-a")
+	if err := l.SetTenantLimit(t.Context(), store.TenantLimit{Tenant: a, StartsPerMinute: 180}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		newRun(t, s, store.CreateRunParams{Tenant: a, Now: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	if claimed := claimConcurrently(t, s, 6, 2); claimed != 3 {
+		t.Errorf("6 workers claiming at once started %d runs of a tenant starting 3 a second", claimed)
+	}
+}
+
+// RecentEffects reads a tenant's effects of one tool since a time across
+// runs, with each run's user, oldest first: done, unknown and pending ones
+// (a refund may be in flight), not failed ones, not the asking run's, not
+// another tenant's or another tool's, none begun before the window.
+func testRecentEffects(t *testing.T, s store.Store) {
+	h, ok := s.(store.EffectHistory)
+	if !ok {
+		t.Fatalf("%T reads no effects across runs (store.EffectHistory)", s)
+	}
+	tenant := uniq("tenant")
+	ada := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada"})
+	bob := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "bob"})
+	asking := newRun(t, s, store.CreateRunParams{Tenant: tenant, User: "ada"})
+	elsewhere := newRun(t, s, store.CreateRunParams{User: "ada"})
+	claimed := map[string]store.Run{}
+	for _, r := range claimAll(t, s, "w1", t0, time.Hour) {
+		claimed[r.ID] = r
+	}
+	effect := func(r store.Run, tool string, m int, state store.EffectState) {
+		t.Helper()
+		c := claimed[r.ID]
+		in := intent(r, uniq("key"), "h")
+		in.Tool = tool
+		in.Args = json.RawMessage(fmt.Sprintf(`{"amount":%d}`, m))
+		at := t0.Add(time.Duration(m) * time.Minute)
+		beginEffect(t, s, store.BeginEffectParams{Fence: fence(c), Now: at, Effect: in})
+		if state != store.EffectPending {
+			checkpoint(t, s, store.CheckpointParams{Fence: fence(c), Now: at.Add(time.Second), Run: update(c),
+				Effects: []store.EffectUpdate{{Tenant: r.Tenant, Key: in.Key, State: state, Result: json.RawMessage(`{}`)}}})
+		}
+	}
+	effect(ada, "refund", 0, store.EffectDone) // before the window
+	effect(ada, "refund", 1, store.EffectDone)
+	effect(bob, "refund", 2, store.EffectPending)
+	effect(ada, "refund", 3, store.EffectFailed)
+	effect(ada, "email", 4, store.EffectDone)
+	effect(bob, "refund", 5, store.EffectUnknown)
+	effect(asking, "refund", 6, store.EffectDone)
+	effect(elsewhere, "refund", 7, store.EffectDone)
+	got, err := h.RecentEffects(t.Context(), store.RecentEffectsParams{Tenant: tenant, Tool: "refund",
+		Since: t0.Add(time.Minute), ExceptRun: asking.ID, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		run, user, args string
+		state           store.EffectState
+		at              time.Time
+	}
+	var rows []row
+	for _, e := range got {
+		rows = append(rows, row{e.RunID, e.User, string(e.Args), e.State, e.CreatedAt})
+	}
+	want := []row{
+		{ada.ID, "ada", `{"amount":1}`, store.EffectDone, t0.Add(time.Minute)},
+		{bob.ID, "bob", `{"amount":2}`, store.EffectPending, t0.Add(2 * time.Minute)},
+		{bob.ID, "bob", `{"amount":5}`, store.EffectUnknown, t0.Add(5 * time.Minute)},
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("RecentEffects:\n got %v\nwant %v", rows, want)
+	}
+	if got, err := h.RecentEffects(t.Context(), store.RecentEffectsParams{Tenant: tenant, Tool: "refund",
+		Since: t0.Add(time.Minute), ExceptRun: asking.ID, Limit: 2}); err != nil || len(got) != 2 {
+		t.Errorf("RecentEffects with limit 2: %d (%v)", len(got), err)
 	}
 }

@@ -7,6 +7,7 @@ type DueRun struct {
 	// TakenFrom is the owner of an expired lease the claim would take.
 	TakenFrom string
 	Tenant    string
+	Agent     string
 	Priority  int
 	// Due is when the run became due, in unix nanoseconds.
 	Due int64
@@ -18,6 +19,7 @@ func dueRunColumns(r *DueRun, _ *struct{}, c *columns) {
 	c.add("id", &r.ID)
 	c.add("lease_owner", &r.TakenFrom)
 	c.add("tenant", &r.Tenant)
+	c.add("agent", &r.Agent)
 	c.add("priority", &r.Priority)
 	c.add("updated_at", &r.Due)
 	c.add("expired", &r.Expired)

@@ -59,3 +59,21 @@ func decodeCustomerEffect(e *store.CustomerEffect, x *customerEffectRaw) (err er
 func CustomerEffect(row Scanner) (store.CustomerEffect, error) {
 	return scanRow(row, new(customerEffectRaw), customerEffectColumns, decodeCustomerEffect)
 }
+
+type recentEffectRaw struct{ created int64 }
+
+func recentEffectColumns(e *store.RecentEffect, x *recentEffectRaw, c *columns) {
+	c.add("run_id", &e.RunID)
+	c.add("user_id", &e.User)
+	c.add("args", (*[]byte)(&e.Args))
+	c.add("state", (*string)(&e.State))
+	c.add("created_at", &x.created)
+}
+
+// RecentEffect reads the columns of a "-- columns: recent_effect" query.
+func RecentEffect(row Scanner) (store.RecentEffect, error) {
+	return scanRow(row, new(recentEffectRaw), recentEffectColumns, func(e *store.RecentEffect, x *recentEffectRaw) error {
+		e.CreatedAt = Time(x.created)
+		return nil
+	})
+}

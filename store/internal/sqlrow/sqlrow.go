@@ -142,6 +142,7 @@ var layouts = map[string]func() []string{
 	"session":         func() []string { return namesOf(sessionColumns, new(sessionRaw)) },
 	"webhook":         func() []string { return namesOf(webhookColumns, &webhookRaw{kinds: noList{}}) },
 	"due_run":         func() []string { return namesOf(dueRunColumns, new(struct{})) },
+	"recent_effect":   func() []string { return namesOf(recentEffectColumns, new(recentEffectRaw)) },
 }
 
 // Columns returns the columns of the row type a query's "-- columns:" line

@@ -117,6 +117,7 @@ func TestLayouts(t *testing.T) {
 		"lineage":         destsOf(lineageColumns, new(lineageRaw)),
 		"due_run":         destsOf(dueRunColumns, new(struct{})),
 		"schedule":        destsOf(scheduleColumns, new(scheduleRaw)),
+		"recent_effect":   destsOf(recentEffectColumns, new(recentEffectRaw)),
 	}
 	if len(dests) != len(layouts) {
 		t.Fatalf("%d row types checked, %d laid out", len(dests), len(layouts))
@@ -341,6 +342,7 @@ func TestScanErrors(t *testing.T) {
 		"lineage":         func(r Scanner) error { _, err := Lineage(r); return err },
 		"due_run":         func(r Scanner) error { _, err := ReadDueRun(r); return err },
 		"schedule":        func(r Scanner) error { _, err := Schedule(r); return err },
+		"recent_effect":   func(r Scanner) error { _, err := RecentEffect(r); return err },
 	}
 	if len(scans) != len(layouts) {
 		t.Fatalf("%d scanners tested, %d row types", len(scans), len(layouts))
@@ -349,9 +351,10 @@ func TestScanErrors(t *testing.T) {
 		if err := scan(bad); !errors.Is(err, boom) {
 			t.Errorf("%s: scan error %v, want boom", rt, err)
 		}
-		// Another row type's columns are too many or too few.
+		// Another row type's columns are too many or too few (a
+		// session's and a recent effect's are as many).
 		other := "session"
-		if rt == other {
+		if rt == other || rt == "recent_effect" {
 			other = "run"
 		}
 		if err := scan(rowOf(t, other)); err == nil {

@@ -73,7 +73,13 @@ WITH r AS (
         AND runs.lease_epoch = r.epoch
         AND runs.status NOT IN ('done', 'failed', 'escalated', 'canceled')
         AND (NOT r.keep OR runs.status = 'running')
-    RETURNING r.ord, runs.tenant, runs.id, r.now, r.wake, runs.event_count
+    RETURNING r.ord, runs.tenant, runs.id, r.now, r.wake, runs.event_count,
+        -- A run that leaves its step while runs of its concurrency key wait
+        -- wakes idle workers too, as run_wakeup_key.sql does.
+        (NOT r.keep AND r.status <> 'running' AND runs.concurrency_key <> ''
+            AND EXISTS (SELECT 1 FROM runs w
+                WHERE w.status IN ('queued', 'paused') AND w.concurrency_key <> ''
+                    AND w.tenant = runs.tenant AND w.concurrency_key = runs.concurrency_key)) AS frees_key
 ), journal_added AS (
     -- A checkpoint's messages and events are one row of its run's journal,
     -- its events numbered after those its run had.
@@ -127,7 +133,7 @@ WITH r AS (
 -- A checkpoint that lets go of a run still due wakes idle workers, as
 -- run_wakeup.sql does.
 SELECT f.ord, false AS skipped,
-    CASE WHEN f.wake THEN pg_notify('belay_wakeup',
+    CASE WHEN f.wake OR f.frees_key THEN pg_notify('belay_wakeup',
         json_build_object('schema', current_schema(), 'tenant', f.tenant, 'run', f.id)::text)::text
     END
 FROM fenced f

@@ -12,7 +12,11 @@
 -- between tenants with as many, the run due first. A tenant with a deep
 -- backlog so never holds back another's first run for more than one claim.
 -- A tenant with a cap (tenant_limits) gets none while it has as many
--- running.
+-- running, and an agent with one (agent_limits) likewise. A queued run
+-- starts only while its tenant's and its agent's start rates have room:
+-- each is a rate bucket (rate_buckets, starts:tenant:T and starts:agent:A,
+-- as store.StartBucket names and sizes it) the claim takes one unit from
+-- for each run it starts.
 --
 -- A queued or paused run with a concurrency key is due only while its key
 -- has room: fewer running runs of its tenant with that key than its limit
@@ -32,7 +36,7 @@ WITH RECURSIVE tenants AS (
     SELECT q.*
     FROM tenants t
     CROSS JOIN LATERAL (
-        SELECT id, tenant, priority, changed_at, '' AS taken_from, status, concurrency_key, concurrency_limit,
+        SELECT id, tenant, agent, priority, changed_at, '' AS taken_from, status, concurrency_key, concurrency_limit,
             false AS expired
         FROM runs
         WHERE status = 'queued' AND runs.tenant = t.tenant
@@ -54,7 +58,7 @@ WITH RECURSIVE tenants AS (
     -- Runs that started before: on an expired lease, or paused until a
     -- time that has come, oldest change first. lease_owner is the owner an
     -- expired lease is taken from; a paused run has none.
-    SELECT id, tenant, priority, changed_at, lease_owner AS taken_from, status, concurrency_key, concurrency_limit,
+    SELECT id, tenant, agent, priority, changed_at, lease_owner AS taken_from, status, concurrency_key, concurrency_limit,
         status = 'running' AS expired
     FROM runs
     WHERE status IN ('running', 'paused')
@@ -77,24 +81,65 @@ WITH RECURSIVE tenants AS (
     SELECT * FROM later
 ), held AS (
     -- How many runs of each tenant are running: its share of the workers;
-    -- and its cap, if it has one (0: none).
+    -- its cap, if it has one (0: none); and its start rate's room.
     SELECT d.tenant, (SELECT count(*) FROM runs h WHERE h.status = 'running' AND h.tenant = d.tenant) AS running,
-        coalesce((SELECT l.max_running FROM tenant_limits l WHERE l.tenant = d.tenant), 0) AS max_running
-    FROM (SELECT DISTINCT tenant FROM due) d
+        coalesce(l.max_running, 0) AS max_running, coalesce(l.starts_per_minute, 0) AS starts_per_minute,
+        'starts:tenant:' || d.tenant AS bucket
+    FROM (SELECT DISTINCT tenant FROM due) d LEFT JOIN tenant_limits l ON l.tenant = d.tenant
+), agent_held AS (
+    -- Each agent's cap and start rate, if it has them; its running runs
+    -- are counted only when it has a cap.
+    SELECT d.agent, coalesce(l.max_running, 0) AS max_running, coalesce(l.starts_per_minute, 0) AS starts_per_minute,
+        CASE WHEN coalesce(l.max_running, 0) > 0
+            THEN (SELECT count(*) FROM runs h WHERE h.status = 'running' AND h.agent = d.agent) ELSE 0 END AS running,
+        'starts:agent:' || d.agent AS bucket
+    FROM (SELECT DISTINCT agent FROM due) d LEFT JOIN agent_limits l ON l.agent = d.agent
+), start_room AS (
+    -- How many runs each start rate may start now: the whole units in its
+    -- bucket, refilled since it was last taken from (a bucket not stored
+    -- yet is full), none while it is drained.
+    SELECT r.bucket, r.rate, r.burst,
+        CASE WHEN b.name IS NULL THEN r.burst
+            WHEN b.blocked_until > @now THEN 0
+            ELSE least(r.burst, b.tokens + greatest(@now - b.updated_at, 0) / 1e9 * r.rate)
+        END AS level
+    FROM (
+        SELECT bucket, starts_per_minute / 60.0 AS rate, greatest(1, starts_per_minute / 60.0) AS burst
+        FROM held WHERE starts_per_minute > 0
+        UNION ALL
+        SELECT bucket, starts_per_minute / 60.0, greatest(1, starts_per_minute / 60.0)
+        FROM agent_held WHERE starts_per_minute > 0
+    ) r LEFT JOIN rate_buckets b ON b.name = r.bucket
 ), ranked AS (
-    SELECT due.*, held.max_running,
+    SELECT due.*, held.max_running, agent_held.max_running AS agent_max_running,
         held.running + row_number() OVER (PARTITION BY due.tenant
             ORDER BY expired DESC, priority DESC, changed_at, id) - 1 AS load,
+        agent_held.running + row_number() OVER (PARTITION BY due.agent
+            ORDER BY expired DESC, priority DESC, changed_at, id) - 1 AS agent_load,
+        -- The starts before it in its tenant's and its agent's order, and
+        -- the room their start rates have (NULL: no rate).
+        row_number() OVER (PARTITION BY due.tenant, due.status = 'queued'
+            ORDER BY priority DESC, changed_at, id) AS tenant_start,
+        row_number() OVER (PARTITION BY due.agent, due.status = 'queued'
+            ORDER BY priority DESC, changed_at, id) AS agent_start,
+        (SELECT floor(s.level) FROM start_room s WHERE s.bucket = held.bucket) AS tenant_room,
+        (SELECT floor(s.level) FROM start_room s WHERE s.bucket = agent_held.bucket) AS agent_room,
         -- Of the due runs of one key, only as many as it has room for.
         row_number() OVER (PARTITION BY due.tenant, concurrency_key, expired
             ORDER BY priority DESC, changed_at, id) AS nth
-    FROM due JOIN held ON held.tenant = due.tenant
+    FROM due JOIN held ON held.tenant = due.tenant JOIN agent_held ON agent_held.agent = due.agent
 ), fits AS (
-    SELECT id, changed_at, taken_from, expired, load
+    SELECT id, tenant, agent, changed_at, taken_from, expired, load, status = 'queued' AS start
     FROM ranked d
-    -- A tenant at its cap gets no more runs; a run on an expired lease is
-    -- running already.
+    -- A tenant or an agent at its cap gets no more runs; a run on an
+    -- expired lease is running already. A queued run starts only within
+    -- its start rates' room; counting every start before it in the order,
+    -- whether or not another rule holds that one back, never starts more
+    -- than the room.
     WHERE (expired OR max_running = 0 OR load < max_running)
+        AND (expired OR agent_max_running = 0 OR agent_load < agent_max_running)
+        AND (status <> 'queued' OR ((tenant_room IS NULL OR tenant_start <= tenant_room)
+            AND (agent_room IS NULL OR agent_start <= agent_room)))
         AND (concurrency_key = '' OR expired
         OR nth + (SELECT count(*) FROM runs h
             WHERE h.status = 'running'
@@ -111,7 +156,18 @@ WITH RECURSIVE tenants AS (
         changed_at = @now
     FROM fits
     WHERE runs.id = fits.id
-    RETURNING fits.expired, fits.load, fits.changed_at AS due_at, fits.taken_from, runs.*
+    RETURNING fits.expired, fits.load, fits.start, fits.changed_at AS due_at, fits.taken_from, runs.*
+), started AS (
+    -- What the claim's starts take from their start rates' buckets.
+    INSERT INTO rate_buckets (name, tokens, updated_at, blocked_until)
+    SELECT s.bucket, s.level - n.starts, @now, 0
+    FROM start_room s
+    JOIN (
+        SELECT 'starts:tenant:' || tenant AS bucket, count(*) AS starts FROM claimed WHERE start GROUP BY tenant
+        UNION ALL
+        SELECT 'starts:agent:' || agent, count(*) FROM claimed WHERE start GROUP BY agent
+    ) n ON n.bucket = s.bucket
+    ON CONFLICT (name) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at
 )
 SELECT id, tenant, user_id, client_request_id, agent, agent_version, input, dry_run, requested_by,
     status, step, message_count, input_tokens, output_tokens, model_calls, cost_nano_usd,

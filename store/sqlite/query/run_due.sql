@@ -12,10 +12,10 @@
 -- run on an expired lease holds its key until it is claimed again).
 -- lease_owner is the owner an expired lease is taken from; a paused run has
 -- none, as a run lets go of its lease when it stops.
-SELECT id, lease_owner, tenant, priority, updated_at, expired
+SELECT id, lease_owner, tenant, agent, priority, updated_at, expired
 FROM (
-    SELECT id, lease_owner, tenant, priority, updated_at, 1 AS expired FROM (
-        SELECT id, lease_owner, tenant, priority, updated_at FROM runs
+    SELECT id, lease_owner, tenant, agent, priority, updated_at, 1 AS expired FROM (
+        SELECT id, lease_owner, tenant, agent, priority, updated_at FROM runs
         WHERE status = 'running' AND lease_expires <= @now
             AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))
             AND NOT EXISTS (SELECT 1 FROM kill_switches k
@@ -23,8 +23,8 @@ FROM (
         ORDER BY lease_expires
         LIMIT @limit)
     UNION ALL
-    SELECT id, '' AS lease_owner, tenant, priority, updated_at, 0 AS expired FROM (
-        SELECT id, tenant, priority, updated_at FROM runs
+    SELECT id, '' AS lease_owner, tenant, agent, priority, updated_at, 0 AS expired FROM (
+        SELECT id, tenant, agent, priority, updated_at FROM runs
         WHERE status = 'paused' AND resume_after <> 0 AND resume_after <= @now
             AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))
             AND NOT EXISTS (SELECT 1 FROM kill_switches k

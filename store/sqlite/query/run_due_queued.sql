@@ -5,7 +5,7 @@
 -- claim to runs of those agents; '' claims any. A run with a concurrency
 -- key is due only while its key has room: fewer running runs of its tenant
 -- with that key than its limit.
-SELECT id, priority, updated_at
+SELECT id, agent, priority, updated_at
 FROM runs INDEXED BY runs_queued_fair
 WHERE status = 'queued' AND tenant = @tenant
     AND (@agents = '' OR agent IN (SELECT value FROM json_each(@agents)))

@@ -1,2 +1,3 @@
--- A tenant's cap on its running runs; 0 when it has none.
-SELECT coalesce((SELECT max_running FROM tenant_limits WHERE tenant = @tenant), 0);
+-- A tenant's cap on its running runs and its start rate; 0 when it has
+-- none.
+SELECT coalesce(max(max_running), 0), coalesce(max(starts_per_minute), 0) FROM tenant_limits WHERE tenant = @tenant;

@@ -1,1 +1,1 @@
-SELECT tenant, max_running FROM tenant_limits ORDER BY tenant;
+SELECT tenant, max_running, starts_per_minute FROM tenant_limits ORDER BY tenant;

@@ -1,0 +1,1 @@
+DELETE FROM agent_limits WHERE agent = @agent;
