@@ -200,6 +200,15 @@ func (x *execution) apply(ctx context.Context, call *sideEffect) (model.Block, e
 		if ctx.Err() != nil {
 			return model.Block{}, ctx.Err()
 		}
+		if _, later := asksToSleep(err); later {
+			// The tool did not apply its effect and asks to be called
+			// after a while: the failure is recorded first (the key stays
+			// usable), then the run sleeps, as for a read (callOrSleep).
+			if _, err := x.failed(ctx, call, err, describeToolError(err)); err != nil {
+				return model.Block{}, err
+			}
+			return model.Block{}, err
+		}
 		unknown := isUnknownOutcome(err)
 		if !unknown && !isTransient(err) && !errors.Is(err, ErrBreakerOpen) {
 			// The tool's own answer: the effect was not applied, and the

@@ -355,7 +355,9 @@ func (r *Runtime) Cancel(ctx context.Context, tenant, runID, by, note string) (s
 }
 
 // Cancel ends a run that has not ended: its pending approvals are rejected
-// with the note, and a worker holding it finds its next write refused and
+// with the note, its pending waits (questions, events, results) are closed
+// as canceled, so a later answer is refused saying the run was canceled,
+// and a worker holding it finds its next write refused and
 // lets go. A call already on its way to a tool is not recalled; its ledger
 // intent stays in the run's effects for a person to check. by names who
 // canceled, as "human:<id>".

@@ -207,18 +207,9 @@ func (op *Operator) PostResult(ctx context.Context, tenant, runID, callID string
 		}
 		answer, _ = json.Marshal(resultAnswer{Result: r.Value, IsError: r.IsError})
 	}
-	now := op.now()
-	p := store.AnswerWaitParams{Tenant: run.Tenant, RunID: run.ID, ID: w.ID, Kind: w.Kind, Binding: r.Binding, Key: r.Key,
-		Answer: answer, By: r.By, Now: now,
-		Events: []store.Event{event(w.Step, now, store.EventWaitAnswered, store.WaitAnsweredData{
-			WaitID: w.ID, Kind: w.Kind, Name: w.Name, By: r.By, WaitedS: now.Sub(w.CreatedAt).Seconds()})}}
-	answered, repeated, err := ws.AnswerWait(ctx, p)
+	said, err := op.answerWait(ctx, ws, run, w, answer, r.By, r.Key, r.Binding)
 	if err != nil {
 		return Said{}, fmt.Errorf("post result: %w", err)
 	}
-	if !repeated {
-		op.observe(run, p.Events)
-		op.done()
-	}
-	return Said{Wait: answered, Repeated: repeated}, nil
+	return said, nil
 }

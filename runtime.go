@@ -261,6 +261,12 @@ type RunRequest struct {
 // StartRun creates a queued run, or returns the existing run of the same
 // client request. created reports which.
 func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, created bool, err error) {
+	return r.startRun(ctx, req)
+}
+
+// startRun is StartRun, writing the events more after run_created, in the
+// same transaction: what started the run (a schedule's firing).
+func (r *Runtime) startRun(ctx context.Context, req RunRequest, more ...store.Event) (run store.Run, created bool, err error) {
 	a, ok := r.agents[req.Agent]
 	if !ok {
 		return store.Run{}, false, fmt.Errorf("start run: no agent named %q in this runtime", req.Agent)
@@ -289,8 +295,8 @@ func (r *Runtime) StartRun(ctx context.Context, req RunRequest) (run store.Run, 
 		Agent: a.Name, AgentVersion: a.Version, Input: req.Input, DryRun: req.DryRun, RequestedBy: req.RequestedBy, Budget: budget,
 		ConcurrencyKey: req.ConcurrencyKey, ConcurrencyLimit: req.ConcurrencyLimit, Priority: req.Priority,
 		Sensitive: a.sensitive, NotBefore: req.NotBefore, Now: now,
-		Events: []store.Event{event(0, now, store.EventRunCreated, store.RunCreatedData{
-			Agent: a.Name, Version: a.Version, Tools: a.toolPrint, User: req.User, DryRun: req.DryRun})},
+		Events: append([]store.Event{event(0, now, store.EventRunCreated, store.RunCreatedData{
+			Agent: a.Name, Version: a.Version, Tools: a.toolPrint, User: req.User, DryRun: req.DryRun})}, more...),
 	}
 	run, created, err = r.store.CreateRun(ctx, p)
 	if err != nil {

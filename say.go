@@ -64,33 +64,46 @@ func (op *Operator) Say(ctx context.Context, tenant, runID string, m Reply) (Sai
 	if m.By == "" {
 		m.By = "user:" + run.User
 	}
-	now := op.now()
+	// The answer names the wait it is for, read before: the store answers
+	// exactly that one, or refuses.
+	pending, err := ws.Waits(ctx, store.ListWaitsParams{Tenant: run.Tenant, RunID: run.ID, Status: store.WaitPending,
+		Kinds: []store.WaitKind{store.WaitInput}})
+	if err != nil {
+		return Said{}, fmt.Errorf("say: %w", err)
+	}
+	w := store.Wait{Kind: store.WaitInput}
+	if len(pending) > 0 {
+		w = pending[0]
+	}
 	answer, _ := json.Marshal(replyAnswer{Text: m.Text})
-	p := store.AnswerWaitParams{Tenant: run.Tenant, RunID: run.ID, Kind: store.WaitInput, Key: m.Key,
-		Answer: answer, By: m.By, Now: now}
-	// The event names the wait the reply is for, read before: the store
-	// answers exactly that one, or refuses.
-	pending, err := ws.Waits(ctx, store.ListWaitsParams{Tenant: run.Tenant, RunID: run.ID, Status: store.WaitPending})
+	said, err := op.answerWait(ctx, ws, run, w, answer, m.By, m.Key, "")
 	if err != nil {
 		return Said{}, fmt.Errorf("say: %w", err)
 	}
-	for _, w := range pending {
-		if w.Kind == store.WaitInput {
-			p.ID = w.ID
-			p.Events = []store.Event{event(w.Step, now, store.EventWaitAnswered, store.WaitAnsweredData{
-				WaitID: w.ID, Kind: w.Kind, Name: w.Name, By: m.By, WaitedS: now.Sub(w.CreatedAt).Seconds()})}
-			break
-		}
+	return said, nil
+}
+
+// answerWait answers w, a wait of run, with answer, and tells the observer
+// of the answer. A zero w (its ID empty) leaves the store to find the run's
+// pending wait of w.Kind, or to refuse saying why there is none.
+func (op *Operator) answerWait(ctx context.Context, ws store.Waiter, run store.Run, w store.Wait, answer []byte,
+	by, key, binding string) (Said, error) {
+	now := op.now()
+	p := store.AnswerWaitParams{Tenant: run.Tenant, RunID: run.ID, ID: w.ID, Kind: w.Kind, Binding: binding, Key: key,
+		Answer: answer, By: by, Now: now}
+	if w.ID != "" {
+		p.Events = []store.Event{event(w.Step, now, store.EventWaitAnswered, store.WaitAnsweredData{
+			WaitID: w.ID, Kind: w.Kind, Name: w.Name, By: by, WaitedS: now.Sub(w.CreatedAt).Seconds()})}
 	}
-	w, repeated, err := ws.AnswerWait(ctx, p)
+	answered, repeated, err := ws.AnswerWait(ctx, p)
 	if err != nil {
-		return Said{}, fmt.Errorf("say: %w", err)
+		return Said{}, err
 	}
 	if !repeated {
 		op.observe(run, p.Events)
 		op.done()
 	}
-	return Said{Wait: w, Repeated: repeated}, nil
+	return Said{Wait: answered, Repeated: repeated}, nil
 }
 
 // PendingWaits lists the waits nobody has answered yet in a tenant

@@ -203,8 +203,7 @@ func (r *Runtime) fireSchedule(ctx context.Context, sch store.Scheduler, s store
 		case err != nil:
 			return false, err
 		case !prev.Status.Terminal() && s.Overlap == store.OverlapSkip:
-			_, err := sch.AdvanceSchedule(ctx, skip)
-			return false, err
+			return false, r.skipFiring(ctx, sch, s, skip, firing, store.ScheduleSkippedOverlap)
 		case !prev.Status.Terminal() && s.Overlap == store.OverlapQueue:
 			return false, nil // the firing stays due until the run ends
 		case prev.Status.Terminal() && s.Overlap == store.OverlapQueue && prev.UpdatedAt.After(since):
@@ -212,18 +211,33 @@ func (r *Runtime) fireSchedule(ctx context.Context, sch store.Scheduler, s store
 		}
 	}
 	if now.Sub(since) > ScheduleGrace && s.Missed == store.MissedSkip {
-		_, err := sch.AdvanceSchedule(ctx, skip)
-		return false, err
+		return false, r.skipFiring(ctx, sch, s, skip, firing, store.ScheduleSkippedMissed)
 	}
-	run, created, err := r.StartRun(ctx, RunRequest{Agent: s.Agent, Tenant: s.Tenant, User: "schedule:" + s.Name,
-		ClientRequestID: ScheduleRequestID(s.Name, firing), Input: s.Input, RequestedBy: "schedule:" + s.Name})
+	fired := event(0, now, store.EventScheduleFired, store.ScheduleFiredData{Schedule: s.Name, Spec: s.Spec,
+		FiringAt: firing.UTC(), LateS: now.Sub(firing).Seconds()})
+	run, created, err := r.startRun(ctx, RunRequest{Agent: s.Agent, Tenant: s.Tenant, User: "schedule:" + s.Name,
+		ClientRequestID: ScheduleRequestID(s.Name, firing), Input: s.Input, RequestedBy: "schedule:" + s.Name}, fired)
 	if err != nil {
 		return false, err
 	}
-	fired := skip
-	fired.RunID, fired.FiredAt = run.ID, firing
-	if _, err := sch.AdvanceSchedule(ctx, fired); err != nil {
+	advance := skip
+	advance.RunID, advance.FiredAt = run.ID, firing
+	if _, err := sch.AdvanceSchedule(ctx, advance); err != nil {
 		return false, err
 	}
 	return created, nil
+}
+
+// skipFiring moves a schedule past a firing that starts no run, and tells
+// the observer why, once: only the worker whose compare-and-set moved the
+// schedule on reports it.
+func (r *Runtime) skipFiring(ctx context.Context, sch store.Scheduler, s store.Schedule, skip store.AdvanceScheduleParams,
+	firing time.Time, reason string) error {
+	moved, err := sch.AdvanceSchedule(ctx, skip)
+	if err != nil || !moved {
+		return err
+	}
+	r.Operator().observe(store.Run{Tenant: s.Tenant, Agent: s.Agent}, []store.Event{event(0, r.cfg.now(), store.EventScheduleSkipped,
+		store.ScheduleSkippedData{Schedule: s.Name, FiringAt: firing.UTC(), Reason: reason})})
+	return nil
 }

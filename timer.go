@@ -20,9 +20,15 @@ import (
 // ResumeAfter is what a tool returns, as its error, to have the run come
 // back after d: "check in 48 hours that the refund landed". The run sleeps
 // durably; after d the call's result tells the model that the time has
-// passed, and the tool is not called again for it. Only a tool that reads
-// (Effect Read) may ask: a side effect's call is settled by the ledger, not
-// put off.
+// passed, and the tool is not called again for it.
+//
+// A tool with a side effect may return it too, as any error, only when it
+// did not apply its effect ("the bank is closed; try after 9:00"): the
+// ledger records the call as failed, with nothing applied, before the run
+// sleeps, and after d the model may call the tool again under the same
+// key. A tool that applied its effect returns its result instead, and the
+// model waits with a read tool that returns ResumeAfter, or with
+// wait_for_event (Agent.Events).
 func ResumeAfter(d time.Duration) error { return &resumeAfterError{after: d} }
 
 type resumeAfterError struct{ after time.Duration }

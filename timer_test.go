@@ -77,3 +77,56 @@ func TestNotBeforeStartsLater(t *testing.T) {
 		t.Errorf("at its time the run is %s with %q", got.Status, got.Final)
 	}
 }
+
+// A side effect's tool that did nothing asks to come back later: its
+// failure is in the ledger before the run sleeps, the call is not made
+// again at the time, and the model's new call, under the same key, is.
+func TestResumeAfterFromASideEffect(t *testing.T) {
+	st, c := openStore(t), newClock()
+	var calls atomic.Int32
+	type refundIn struct {
+		Order string `json:"order"`
+	}
+	refund := NewTool("refund", "refund an order", Write, func(ctx context.Context, in refundIn) (string, error) {
+		if calls.Add(1) == 1 {
+			return "", ResumeAfter(time.Hour) // the bank is closed
+		}
+		return "refunded " + in.Order, nil
+	})
+	refund.KeyFields = []string{"order"}
+	m := scripted.Func(func(req model.Request) (scripted.Reply, error) {
+		results := toolResults(req.Messages)
+		switch {
+		case len(results) == 0:
+			return scripted.Reply{Calls: []scripted.Call{{Name: "refund", Args: refundIn{Order: "A-1"}}}}, nil
+		case len(results) == 1:
+			return scripted.Reply{Calls: []scripted.Call{{Name: "refund", Args: refundIn{Order: "A-1"}}}}, nil
+		}
+		return scripted.Reply{Text: "done: " + results[len(results)-1]}, nil
+	})
+	rt := newRuntime(t, st, c, &Agent{Name: "a", Version: "v1", Model: m, Tools: []Tool{refund}})
+	run, _, err := rt.StartRun(context.Background(), RunRequest{Agent: "a", Input: "refund A-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := drainRun(t, rt, st, run.ID)
+	if got.Status != store.StatusPaused || got.StopReason != "sleeping" {
+		t.Fatalf("run is %s (%s); want paused, sleeping", got.Status, got.StopReason)
+	}
+	effects, err := st.Effects(context.Background(), AnyTenant, run.ID)
+	if err != nil || len(effects) != 1 || effects[0].State != store.EffectFailed {
+		t.Fatalf("effects while the run sleeps: %+v, %v; want the call recorded failed", effects, err)
+	}
+	c.Advance(time.Hour)
+	got = drainRun(t, rt, st, run.ID)
+	if got.Status != store.StatusDone || got.Final != `done: "refunded A-1"` && got.Final != "done: refunded A-1" {
+		t.Fatalf("after its time: run %s with %q; want done, refunded", got.Status, got.Final)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the tool was called %d times; want twice: once asking to wait, once by the model's new call", n)
+	}
+	effects, _ = st.Effects(context.Background(), AnyTenant, run.ID)
+	if len(effects) != 1 || effects[0].State != store.EffectDone {
+		t.Errorf("effects at the end: %+v; want the one key, done", effects)
+	}
+}

@@ -381,7 +381,7 @@ func TestEveryOperationHasACall(t *testing.T) {
 	}
 	calls := map[string]string{
 		"createRun": "CreateRun", "listRuns": "Runs", "getRun": "GetRun", "getTrace": "Trace",
-		"streamRunEvents": "Events", "getRunEffects": "Effects", "getRunMessages": "Messages", "cancelRun": "CancelRun", "sayToRun": "Say", "signalRun": "SendEvent", "postResult": "PostResult",
+		"streamRunEvents": "Events", "getRunEffects": "Effects", "getRunMessages": "Messages", "cancelRun": "CancelRun", "sayToRun": "Say", "signalRun": "SendEvent", "postResult": "PostResult", "listWaits": "Waits",
 		"forkRun": "ForkRun", "migrateRuns": "MigrateRuns", "replayRuns": "Replay", "listSchedules": "ListSchedules", "putSchedule": "PutSchedule", "deleteSchedule": "DeleteSchedule",
 		"listApprovals": "Approvals", "getApproval": "GetApproval", "decideApproval": "Decide", "approvalStats": "ApprovalStats",
 		"getKillSwitch": "KillSwitch", "setKillSwitch": "SetKillSwitch", "listKeys": "Keys", "createKey": "CreateKey",

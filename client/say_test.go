@@ -139,6 +139,25 @@ func TestPostResult(t *testing.T) {
 		t.Fatalf("waits %+v, %v", waits, err)
 	}
 	call := waits[0].ToolUseID
+	// The approver finds the question through Waits; the operator, who may
+	// not answer it, does not.
+	var listed []client.PendingWait
+	for w, err := range maya.Waits(ctx, client.WaitFilter{Kind: "person", PageSize: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, w)
+	}
+	if len(listed) != 1 || listed[0].CallID != call || listed[0].Question != "Make an exception?" || listed[0].Binding != waits[0].Binding ||
+		listed[0].Role != "approver" || len(listed[0].Choices) != 2 {
+		t.Errorf("the approver's waits: %+v", listed)
+	}
+	for w, err := range ops.Waits(ctx, client.WaitFilter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("an operator is shown %+v", w)
+	}
 	if _, err := ops.PostResult(ctx, run.ID, call, client.ResultRequest{Result: "yes"}); !errors.Is(err, client.ErrForbidden) {
 		t.Errorf("an operator answering an approver's question: %v", err)
 	}

@@ -39,6 +39,8 @@ type Metrics struct {
 	waitsRequested   *prometheus.CounterVec
 	waitsClosed      *prometheus.CounterVec
 	waitSeconds      *prometheus.HistogramVec
+	scheduleFirings  *prometheus.CounterVec
+	scheduleSkipped  *prometheus.CounterVec
 }
 
 var _ belay.Observer = (*Metrics)(nil)
@@ -70,6 +72,11 @@ func New(reg prometheus.Registerer) *Metrics {
 		waitsRequested: f("waits_requested_total", "Waits a run began (for its user's reply, an event, a person, a result from outside), by kind.",
 			"agent", "kind"),
 		waitsClosed: f("waits_closed_total", "Waits answered or expired, by kind and outcome (answered, expired).", "kind", "outcome"),
+		// By agent, not by schedule: schedule names are many and made by
+		// users; a schedule's own firings are in its runs' traces.
+		scheduleFirings: f("schedule_firings_total", "Schedule firings that started a run, once across workers.", "agent"),
+		scheduleSkipped: f("schedule_firings_skipped_total", "Schedule firings that started no run, by reason (overlap: the previous run had not ended; missed: no worker ran at the firing's time).",
+			"agent", "reason"),
 	}
 	m.breakerOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "belay", Name: "breaker_open",
 		Help: "1 while a tool's circuit breaker is open or half-open, as last seen by this process."}, []string{"tool"})
@@ -146,6 +153,11 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 		d, _ := store.DecodeEvent[store.WaitAnsweredData](ev)
 		m.waitsClosed.WithLabelValues(string(d.Kind), "answered").Inc()
 		m.waitSeconds.WithLabelValues(string(d.Kind)).Observe(d.WaitedS)
+	case store.EventScheduleFired:
+		m.scheduleFirings.WithLabelValues(run.Agent).Inc()
+	case store.EventScheduleSkipped:
+		d, _ := store.DecodeEvent[store.ScheduleSkippedData](ev)
+		m.scheduleSkipped.WithLabelValues(run.Agent, d.Reason).Inc()
 	case store.EventWaitExpired:
 		d, _ := store.DecodeEvent[store.WaitExpiredData](ev)
 		m.waitsClosed.WithLabelValues(string(d.Kind), "expired").Inc()

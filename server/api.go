@@ -85,6 +85,7 @@ func (s *Server) apiRoutes(mux routeMux) {
 	mux.Handle("POST /v1/runs/{id}/messages", s.api(s.say, operators...))
 	mux.Handle("POST /v1/runs/{id}/signals", s.api(s.signal, operators...))
 	mux.Handle("POST /v1/runs/{id}/results/{call}", s.api(s.postResult, readers...))
+	mux.Handle("GET /v1/waits", s.api(s.listWaits, readers...))
 	mux.Handle("POST /v1/runs/{id}/cancel", s.api(s.cancelRun, operators...))
 	mux.Handle("POST /v1/runs/{id}/fork", s.api(s.forkRun, operators...))
 	mux.Handle("POST /v1/migrations", s.api(s.migrate, operators...))

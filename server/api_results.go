@@ -32,6 +32,9 @@ type resultView struct {
 	Repeated   bool           `json:"repeated"`
 }
 
+var resultRefusal = answerRefusal{what: "result",
+	notWaiting: "the call waits for no such result: ", expired: "the call stopped waiting before this result came: "}
+
 func (s *Server) postResult(w http.ResponseWriter, r *http.Request, p Principal) error {
 	key, err := optionalIdempotencyKey(r)
 	if err != nil {
@@ -46,28 +49,23 @@ func (s *Server) postResult(w http.ResponseWriter, r *http.Request, p Principal)
 	}
 	said, err := s.rt.Operator().PostResult(r.Context(), p.Tenant, r.PathValue("id"), r.PathValue("call"), belay.Result{
 		Value: req.Result, IsError: req.IsError, By: p.Identity(), Roles: p.Roles, Binding: req.Binding, Key: key})
+	if err != nil {
+		return resultError(err)
+	}
+	replayed(w, said.Repeated)
+	writeJSON(w, http.StatusOK, resultView{RunID: said.Wait.RunID, CallID: said.Wait.ToolUseID, WaitID: said.Wait.ID, Kind: said.Wait.Kind,
+		AnsweredBy: said.Wait.AnsweredBy, AnsweredAt: said.Wait.AnsweredAt.UTC(), Repeated: said.Repeated})
+	return nil
+}
+
+// resultError is the API's error for a refused result; the console's
+// answer form shows the same words.
+func resultError(err error) error {
 	switch {
 	case errors.Is(err, belay.ErrWrongAnswer):
 		return errBadRequest("invalid_field", "%s", strings.TrimPrefix(err.Error(), "post result: "))
 	case errors.Is(err, belay.ErrNotYourQuestion):
 		return &apiError{status: http.StatusForbidden, Code: "forbidden", Message: strings.TrimPrefix(err.Error(), "post result: ")}
-	case errors.Is(err, store.ErrNotWaiting):
-		return &apiError{status: http.StatusConflict, Code: "not_waiting", Message: strings.TrimPrefix(err.Error(), "post result: ")}
-	case errors.Is(err, store.ErrWaitExpired):
-		return &apiError{status: http.StatusConflict, Code: "wait_expired",
-			Message: "the call stopped waiting before this result came: " + lastClause(err)}
-	case errors.Is(err, store.ErrAnswerKeyReused):
-		return &apiError{status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
-			Message: "this Idempotency-Key was sent with another result; use a new key for a new result"}
-	case errors.Is(err, belay.ErrWaitsUnsupported):
-		return &apiError{status: http.StatusConflict, Code: "not_waiting", Message: err.Error()}
-	case err != nil:
-		return err
 	}
-	if said.Repeated {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	writeJSON(w, http.StatusOK, resultView{RunID: said.Wait.RunID, CallID: said.Wait.ToolUseID, WaitID: said.Wait.ID, Kind: said.Wait.Kind,
-		AnsweredBy: said.Wait.AnsweredBy, AnsweredAt: said.Wait.AnsweredAt.UTC(), Repeated: said.Repeated})
-	return nil
+	return resultRefusal.apiError(err)
 }

@@ -2,14 +2,12 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/belayrun/belay"
-	"github.com/belayrun/belay/store"
 )
 
 // The user's reply to a run that waits for one: POST /v1/runs/{id}/messages
@@ -32,6 +30,10 @@ type sayView struct {
 	Repeated bool `json:"repeated"`
 }
 
+var sayRefusal = answerRefusal{what: "reply",
+	notWaiting: "the run is not waiting for a reply (GET /v1/runs/{id} shows what it is doing): ",
+	expired:    "the conversation ended before this reply came (start a new run): "}
+
 func (s *Server) say(w http.ResponseWriter, r *http.Request, p Principal) error {
 	key, err := optionalIdempotencyKey(r)
 	if err != nil {
@@ -48,28 +50,14 @@ func (s *Server) say(w http.ResponseWriter, r *http.Request, p Principal) error 
 		return errBadRequest("invalid_field", "text must be UTF-8 of at most %d bytes", belay.MaxReplyBytes)
 	}
 	said, err := s.rt.Operator().Say(r.Context(), p.Tenant, r.PathValue("id"), belay.Reply{Text: req.Text, Key: key, By: p.Identity()})
-	switch {
-	case errors.Is(err, store.ErrNotWaiting):
-		return &apiError{status: http.StatusConflict, Code: "not_waiting",
-			Message: "the run is not waiting for a reply: " + lastClause(err) + "; GET /v1/runs/{id} shows what it is doing"}
-	case errors.Is(err, store.ErrWaitExpired):
-		return &apiError{status: http.StatusConflict, Code: "wait_expired",
-			Message: "the conversation ended before this reply came: " + lastClause(err) + "; start a new run"}
-	case errors.Is(err, store.ErrAnswerKeyReused):
-		return &apiError{status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
-			Message: "this Idempotency-Key was sent with another reply; use a new key for a new reply"}
-	case errors.Is(err, belay.ErrWaitsUnsupported):
-		return &apiError{status: http.StatusConflict, Code: "not_waiting", Message: err.Error()}
-	case err != nil:
-		return err
+	if err != nil {
+		return sayRefusal.apiError(err)
 	}
 	var question struct {
 		Question string `json:"question"`
 	}
 	_ = json.Unmarshal(said.Wait.Prompt, &question)
-	if said.Repeated {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
+	replayed(w, said.Repeated)
 	writeJSON(w, http.StatusOK, sayView{RunID: said.Wait.RunID, WaitID: said.Wait.ID, Question: question.Question,
 		AnsweredBy: said.Wait.AnsweredBy, AnsweredAt: said.Wait.AnsweredAt.UTC(), Repeated: said.Repeated})
 	return nil

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/belayrun/belay"
-	"github.com/belayrun/belay/store"
 )
 
 // Named events sent to a run: POST /v1/runs/{id}/signals. The path is not
@@ -35,6 +34,8 @@ type signalView struct {
 	Repeated  bool      `json:"repeated"`
 }
 
+var signalRefusal = answerRefusal{what: "event", notWaiting: "the run takes no more events: "}
+
 func (s *Server) signal(w http.ResponseWriter, r *http.Request, p Principal) error {
 	key, err := optionalIdempotencyKey(r)
 	if err != nil {
@@ -51,20 +52,10 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request, p Principal) err
 	switch {
 	case errors.Is(err, belay.ErrInvalidEvent):
 		return errBadRequest("invalid_field", "%s", strings.TrimPrefix(err.Error(), "signal: "))
-	case errors.Is(err, store.ErrNotWaiting):
-		return &apiError{status: http.StatusConflict, Code: "not_waiting",
-			Message: "the run takes no more events: " + lastClause(err)}
-	case errors.Is(err, store.ErrAnswerKeyReused):
-		return &apiError{status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
-			Message: "this Idempotency-Key was sent with another event; use a new key for a new event"}
-	case errors.Is(err, belay.ErrWaitsUnsupported):
-		return &apiError{status: http.StatusConflict, Code: "not_waiting", Message: err.Error()}
 	case err != nil:
-		return err
+		return signalRefusal.apiError(err)
 	}
-	if sent.Repeated {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
+	replayed(w, sent.Repeated)
 	sig := sent.Signal
 	writeJSON(w, http.StatusOK, signalView{ID: sig.ID, RunID: sig.RunID, Name: sig.Name, Payload: sig.Payload,
 		WaitID: sig.ConsumedBy, CreatedAt: sig.CreatedAt.UTC(), Repeated: sent.Repeated})

@@ -82,21 +82,23 @@ func (s *Server) consoleRoutes() (map[string]http.Handler, error) {
 	}
 	staticHandler := http.StripPrefix("/console/static/", http.FileServerFS(static))
 	return map[string]http.Handler{
-		"GET /console/static/":                  cacheFor(staticHandler, time.Hour),
-		"GET /console/login":                    http.HandlerFunc(s.loginPage),
-		"POST /console/login":                   http.HandlerFunc(s.login),
-		"POST /console/logout":                  http.HandlerFunc(s.logout),
-		"GET /console/{$}":                      s.page(s.queuePage, approvers...),
-		"GET /console/approvals/{id}":           s.page(s.approvalPage, approvers...),
-		"POST /console/approvals/{id}/decision": s.page(s.decisionForm, approvers...),
-		"GET /console/runs":                     s.page(s.runsPage, readers...),
-		"GET /console/runs/{id}":                s.page(s.runPage, readers...),
-		"GET /console/runs/{id}/events":         http.HandlerFunc(s.followRunPage),
-		"POST /console/runs/{id}/cancel":        s.page(s.cancelForm, operators...),
-		"GET /console/stats":                    s.page(s.statsPage, readers...),
-		"GET /console/replay":                   s.page(s.replayPage, operators...),
-		"POST /console/replay":                  s.page(s.replayFormPost, operators...),
-		"GET /console/live":                     http.HandlerFunc(s.live),
+		"GET /console/static/":                   cacheFor(staticHandler, time.Hour),
+		"GET /console/login":                     http.HandlerFunc(s.loginPage),
+		"POST /console/login":                    http.HandlerFunc(s.login),
+		"POST /console/logout":                   http.HandlerFunc(s.logout),
+		"GET /console/{$}":                       s.page(s.queuePage, approvers...),
+		"GET /console/approvals/{id}":            s.page(s.approvalPage, approvers...),
+		"POST /console/approvals/{id}/decision":  s.page(s.decisionForm, approvers...),
+		"GET /console/runs":                      s.page(s.runsPage, readers...),
+		"GET /console/runs/{id}":                 s.page(s.runPage, readers...),
+		"GET /console/runs/{id}/events":          http.HandlerFunc(s.followRunPage),
+		"GET /console/questions":                 s.page(s.questionsPage, readers...),
+		"POST /console/runs/{id}/results/{call}": s.page(s.answerForm, readers...),
+		"POST /console/runs/{id}/cancel":         s.page(s.cancelForm, operators...),
+		"GET /console/stats":                     s.page(s.statsPage, readers...),
+		"GET /console/replay":                    s.page(s.replayPage, operators...),
+		"POST /console/replay":                   s.page(s.replayFormPost, operators...),
+		"GET /console/live":                      http.HandlerFunc(s.live),
 		"GET /console/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.renderStatus(w, r, http.StatusNotFound, "Not found", "There is no such page.")
 		}),
@@ -470,6 +472,8 @@ type runData struct {
 	Escalation *packetView
 	CanCancel  bool
 	Waits      []waitView
+	// Questions are the run's pending questions the viewer may answer.
+	Questions []questionCard
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*page, error) {
@@ -510,7 +514,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*
 		return nil, err
 	}
 	d.Effects = s.effectViews(run, effects)
-	if d.Waits, err = s.waitViews(r.Context(), run); err != nil {
+	if d.Waits, d.Questions, err = s.waitViews(r.Context(), p, run); err != nil {
 		return nil, err
 	}
 	if len(run.Escalation) > 0 {
@@ -529,6 +533,13 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, p Principal) (*
 			after = events[len(events)-1].Seq
 		}
 		pg.Follow = fmt.Sprintf("/console/runs/%s/events?after=%d", url.PathEscape(run.ID), after)
+	}
+	if call := r.URL.Query().Get("answered"); call != "" {
+		for _, w := range d.Waits {
+			if w.CallID == call && w.Status == store.WaitAnswered {
+				pg.Flash = "Answer recorded by " + w.By + "."
+			}
+		}
 	}
 	if id := r.URL.Query().Get("decided"); id != "" {
 		for _, a := range as {

@@ -132,8 +132,10 @@ type ListDeliveriesParams struct {
 }
 
 // CancelRunParams cancels a run that has not ended. Its pending approvals
-// are rejected with the note, decided by By; a worker holding its lease
-// finds every later write refused and lets go.
+// are rejected with the note, decided by By, and its pending waits closed
+// as canceled by By, in the same transaction, so nobody is left answering
+// a question of a run that ended; a worker holding its lease finds every
+// later write refused and lets go.
 type CancelRunParams struct {
 	Tenant string
 	RunID  string

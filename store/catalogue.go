@@ -20,6 +20,14 @@ import (
 const (
 	// EventRunCreated: a run was created (RunCreatedData).
 	EventRunCreated = "run_created"
+	// EventScheduleFired: a schedule's firing started the run
+	// (ScheduleFiredData); written with the run, after run_created.
+	EventScheduleFired = "schedule_fired"
+	// EventScheduleSkipped: a schedule's firing started no run, as its
+	// overlap or missed-firing policy says (ScheduleSkippedData). It is in
+	// no run's trace: observers see it with the schedule's tenant and
+	// agent and no run id.
+	EventScheduleSkipped = "schedule_skipped"
 	// EventClaimed: a worker claimed the run at a new lease epoch
 	// (ClaimedData).
 	EventClaimed = "claimed"
@@ -95,6 +103,34 @@ type RunCreatedData struct {
 	Tools   string `json:"tools,omitempty"`
 	User    string `json:"user"`
 	Version string `json:"version"`
+}
+
+// ScheduleFiredData is a schedule_fired event: which schedule, and the
+// firing the run is for.
+type ScheduleFiredData struct {
+	Schedule string    `json:"schedule"`
+	Spec     string    `json:"spec"`
+	FiringAt time.Time `json:"firing_at"`
+	// LateS is how long after the firing's time the run was started, in
+	// seconds.
+	LateS float64 `json:"late_s"`
+}
+
+// Reasons a schedule's firing is skipped (ScheduleSkippedData.Reason).
+const (
+	// ScheduleSkippedOverlap: the previous firing's run had not ended and
+	// the overlap policy is skip.
+	ScheduleSkippedOverlap = "overlap"
+	// ScheduleSkippedMissed: the firing was missed (no worker ran at its
+	// time) and the missed-firing policy is skip.
+	ScheduleSkippedMissed = "missed"
+)
+
+// ScheduleSkippedData is a schedule_skipped event.
+type ScheduleSkippedData struct {
+	Schedule string    `json:"schedule"`
+	FiringAt time.Time `json:"firing_at"`
+	Reason   string    `json:"reason"`
 }
 
 // ClaimedData is a claimed event: the epoch and owner of the new lease,

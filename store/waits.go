@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -59,6 +60,9 @@ const (
 	WaitPending  WaitStatus = "pending"
 	WaitAnswered WaitStatus = "answered"
 	WaitExpired  WaitStatus = "expired"
+	// WaitCanceled: the run was canceled while the wait was pending; the
+	// cancel closed it, recording who canceled as AnsweredBy.
+	WaitCanceled WaitStatus = "canceled"
 )
 
 // Wait is one durable pending record of a run. It is unique per (Tenant,
@@ -94,7 +98,27 @@ type ListWaitsParams struct {
 	Tenant string
 	RunID  string
 	Status WaitStatus
-	Limit  int
+	// Kinds keeps the waits of these kinds.
+	Kinds []WaitKind
+	// After is the id of the wait the page starts after, in creation
+	// order: the last of the page before.
+	After string
+	Limit int
+}
+
+// KindList is p.Kinds as the drivers' queries take it: the kinds between
+// commas (",person,result,"), or "" for every kind.
+func (p ListWaitsParams) KindList() string {
+	if len(p.Kinds) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(",")
+	for _, k := range p.Kinds {
+		b.WriteString(string(k))
+		b.WriteString(",")
+	}
+	return b.String()
 }
 
 // AnswerWaitParams answers a pending wait of a run. The run goes back to
@@ -197,6 +221,9 @@ func (p SignalParams) Repeat(prev Signal) error {
 
 // Ended is the error of a signal to run, which has ended.
 func (p SignalParams) Ended(run Run) error {
+	if run.Status == StatusCanceled {
+		return fmt.Errorf("%w: the run was canceled", ErrNotWaiting)
+	}
 	return fmt.Errorf("%w: run %s is %s", ErrNotWaiting, run.ID, run.Status)
 }
 
@@ -250,6 +277,9 @@ func (p AnswerWaitParams) Check(cur Wait) error {
 // NotPending is the error of an answer to run, which has no pending wait
 // of p's kind; latest is its latest wait of any status, if found.
 func (p AnswerWaitParams) NotPending(run Run, latest Wait, found bool) error {
+	if run.Status == StatusCanceled {
+		return fmt.Errorf("%w: the run was canceled", ErrNotWaiting)
+	}
 	if found && latest.Status == WaitExpired {
 		return fmt.Errorf("%w: run %s asked at %s and stopped waiting at %s", ErrWaitExpired, run.ID,
 			latest.CreatedAt.UTC().Format(time.RFC3339), latest.ExpiresAt.UTC().Format(time.RFC3339))

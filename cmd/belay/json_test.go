@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -32,6 +33,8 @@ type dataStore struct {
 	pending []string
 	// asking waits for its user's reply.
 	asking string
+	// question waits for a person's answer to its call questionCall.
+	question, questionCall string
 }
 
 func newDataStore(t *testing.T) dataStore {
@@ -120,12 +123,37 @@ func newDataStore(t *testing.T) dataStore {
 		t.Fatalf("effects of %s: %v, %v", d.unknown, effects, err)
 	}
 	d.unknownKey = effects[0].Key
+	desk := waitingAgents()[1:2]
+	if d.question, d.questionCall, err = askedRun(ctx, st, desk); err != nil {
+		t.Fatal(err)
+	}
 	for id, reason := range map[string]string{d.budget: "max_turns", d.unknown: "unknown_outcome", d.version: "version_mismatch"} {
 		if r, _ := st.GetRun(ctx, "", id); r.Status != store.StatusPaused || r.StopReason != reason {
 			t.Fatalf("run %s is %s (%s), want paused on %s", id, r.Status, r.StopReason, reason)
 		}
 	}
 	return d
+}
+
+// askedRun starts a run of the one agent of agents, which asks a person,
+// and returns it with the call that waits.
+func askedRun(ctx context.Context, st store.Store, agents []*belay.Agent) (runID, call string, err error) {
+	rt, err := belay.New(belay.Config{Store: st, Agents: agents})
+	if err != nil {
+		return "", "", err
+	}
+	run, _, err := rt.StartRun(ctx, belay.RunRequest{Agent: agents[0].Name, Tenant: "acme", User: "ada", Input: "go"})
+	if err != nil {
+		return "", "", err
+	}
+	if err := rt.Drain(ctx); err != nil {
+		return "", "", err
+	}
+	ws, err := st.(store.Waiter).Waits(ctx, store.ListWaitsParams{RunID: run.ID})
+	if err != nil || len(ws) != 1 {
+		return "", "", fmt.Errorf("waits of run %s: %+v, %v", run.ID, ws, err)
+	}
+	return run.ID, ws[0].ToolUseID, nil
 }
 
 // drainExcept runs the due runs of these agents alone.
@@ -219,6 +247,8 @@ func TestEveryCommandPrintsJSONLines(t *testing.T) {
 		{args: []string{"reject", d.pending[1], "--note", "disputed", "--as", "human:maya"}},
 		{args: []string{"resume", d.budget, "--add-turns", "1"}},
 		{args: []string{"say", d.asking, "to my card", "--key", "msg-1"}},
+		{args: []string{"signal", d.asking, "payment_settled", "--key", "ev-1"}},
+		{args: []string{"answer", d.question, d.questionCall, "yes", "--as", "human:maya"}},
 		{args: []string{"resolve", d.unknown, d.unknownKey, "--not-applied"}},
 		{args: []string{"migrate", d.version, "--to-version", d.toVersion}},
 		{args: []string{"fork", d.done, "--at-step", "2", "--as", "human:fran"}},

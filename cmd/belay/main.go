@@ -68,6 +68,8 @@ func commands() []command {
 		{name: "audit", summary: "list irreversible side effects a policy approved rather than a person, with their runs", run: runAudit},
 		{name: "stats", summary: "approval statistics per category: belay stats approvals", run: runStats},
 		{name: "say", summary: "reply to a run that asked its user a question (status waiting_input)", run: runSay},
+		{name: "signal", summary: "send a named event to a run, which waits for it or keeps it", run: runSignal},
+		{name: "answer", summary: "answer a run's question to a person, or post a deferred tool's result", run: runAnswer},
 		{name: "resume", summary: "continue a paused run, raising the limit it hit (--add-usd, --add-turns)", run: runResume},
 		{name: "migrate", summary: "move a run paused on version_mismatch to a new agent version (--to-version)", run: runMigrate},
 		{name: "fork", summary: "make a new run from a run's history up to a step (--at-step), repeating none of its side effects", run: runFork},

@@ -103,6 +103,8 @@ func TestREADMECommands(t *testing.T) {
 		"reject":  {"ID": fx.approvals[1]},
 		"resume":  {"RUN": fx.budgetRun},
 		"say":     {"RUN": fx.askingRun},
+		"signal":  {"RUN": fx.settlingRun},
+		"answer":  {"RUN": fx.questionRun, "CALL": fx.questionCall},
 		"resolve": {"RUN": fx.unknownRun, "KEY": fx.unknownKey},
 		"migrate": {"RUN": fx.mismatchRun, "V": fx.toVersion},
 		"fork":    {"RUN": demoRun},
@@ -185,6 +187,12 @@ func TestREADMECommands(t *testing.T) {
 		},
 		"say": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^replied to run `+fx.askingRun+`: "to my card, please"\nthe next worker`)
+		},
+		"signal": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `^sent payment_settled to run `+fx.settlingRun+`, which waited for it\nthe next worker`)
+		},
+		"answer": func(t *testing.T, args []string) {
+			wantOutput(t, runBelay(t, args), `^answered call `+fx.questionCall+` of run `+fx.questionRun+`\nthe next worker`)
 		},
 		"resolve": func(t *testing.T, args []string) {
 			wantOutput(t, runBelay(t, args), `^run `+fx.unknownRun+` is queued: the next worker`)
@@ -394,6 +402,9 @@ type readmeState struct {
 	mismatchRun string // paused on a version mismatch
 	toVersion   string
 	askingRun   string // waits for its user's reply
+	settlingRun string // waits for the event payment_settled
+	// questionRun waits for a person's answer to its call questionCall.
+	questionRun, questionCall string
 }
 
 // readmeFixtures puts beside the demo's runs one run in each state an
@@ -479,5 +490,12 @@ func readmeFixtures(t *testing.T, db string) readmeState {
 	asking := newRuntime(askingAgent())
 	s.askingRun = drain(asking, start(asking, belay.RunRequest{Agent: "asking", Tenant: "acme", User: "ada", Input: "refund my order"}),
 		store.StatusWaitingInput).ID
+	waiting := waitingAgents()
+	settling := newRuntime(waiting[0])
+	s.settlingRun = drain(settling, start(settling, belay.RunRequest{Agent: waiting[0].Name, Tenant: "acme", User: "ada", Input: "go"}),
+		store.StatusWaitingInput).ID
+	if s.questionRun, s.questionCall, err = askedRun(ctx, st, waiting[1:2]); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }

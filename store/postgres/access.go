@@ -35,6 +35,8 @@ var (
 	sessionDeleteExpiredSQL string
 	//go:embed query/run_cancel.sql
 	runCancelSQL string
+	//go:embed query/wait_cancel_run.sql
+	waitCancelRunSQL string
 	//go:embed query/approval_reject_run.sql
 	approvalRejectRunSQL string
 )
@@ -180,6 +182,12 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 			"run_id": p.RunID,
 			"by":     p.By,
 			"note":   p.Note,
+			"now":    sqlrow.Nanos(p.Now),
+		})
+		b.Queue(waitCancelRunSQL, namedArgs{
+			"tenant": p.Tenant,
+			"run_id": p.RunID,
+			"by":     p.By,
 			"now":    sqlrow.Nanos(p.Now),
 		})
 		queueEvents(b, p.RunID, p.Events)

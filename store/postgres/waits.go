@@ -72,7 +72,8 @@ func (s *Store) Waits(ctx context.Context, p store.ListWaitsParams) ([]store.Wai
 	if p.Limit > 0 {
 		limit = p.Limit
 	}
-	query, args := waitListSQL, namedArgs{"tenant": p.Tenant, "status": string(p.Status), "limit": limit}
+	query, args := waitListSQL, namedArgs{"tenant": p.Tenant, "status": string(p.Status), "kinds": p.KindList(),
+		"after": p.After, "limit": limit}
 	if p.RunID != "" {
 		query, args["run_id"] = waitListRunSQL, p.RunID
 	}

@@ -135,6 +135,13 @@ func (s *Store) CancelRun(ctx context.Context, p store.CancelRunParams) (store.R
 		); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, waitCancelRunSQL,
+			sql.Named("run_id", p.RunID),
+			sql.Named("by", p.By),
+			sql.Named("now", sqlrow.Nanos(p.Now)),
+		); err != nil {
+			return err
+		}
 		if err := insertOutbox(ctx, tx, p.RunID, p.Now, p.Outbox); err != nil {
 			return err
 		}

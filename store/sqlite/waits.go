@@ -34,6 +34,8 @@ var (
 	waitDueSQL string
 	//go:embed query/run_wake_answered.sql
 	runWakeAnsweredSQL string
+	//go:embed query/wait_cancel_run.sql
+	waitCancelRunSQL string
 )
 
 // insertWaits inserts a checkpoint's waits pending; one that exists for the
@@ -77,6 +79,8 @@ func (s *Store) Waits(ctx context.Context, p store.ListWaitsParams) ([]store.Wai
 		sql.Named("tenant", p.Tenant),
 		sql.Named("run_id", p.RunID),
 		sql.Named("status", string(p.Status)),
+		sql.Named("kinds", p.KindList()),
+		sql.Named("after", p.After),
 		sql.Named("limit", limit),
 	)
 	if err != nil {

@@ -70,6 +70,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"WaitPersistsAndReplays", testWaitPersistsAndReplays},
 		{"AnswerWaitOnce", testAnswerWaitOnce},
 		{"AnswerWaitNotWaiting", testAnswerWaitNotWaiting},
+		{"CancelClosesWaits", testCancelClosesWaits},
+		{"WaitsPages", testWaitsPages},
 		{"WaitExpiry", testWaitExpiry},
 		{"PruneRemovesWaits", testPruneRemovesWaits},
 		{"SignalAnswersWait", testSignalAnswersWait},

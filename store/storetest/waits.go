@@ -265,3 +265,83 @@ func countType(es []store.Event, typ string) int {
 	}
 	return n
 }
+
+// testCancelClosesWaits: a canceled run's pending waits are closed in the
+// cancel's transaction, not left for their expiry, and a later answer or
+// event is refused saying the run was canceled.
+func testCancelClosesWaits(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	r := newRun(t, s, store.CreateRunParams{})
+	ask := store.Wait{ID: uniq("wt"), Step: 2, ToolUseID: "toolu_ask", Kind: store.WaitPerson, Name: "ask_person",
+		Prompt: json.RawMessage(`{"question":"Refund?"}`), Binding: "b-ask", ExpiresAt: t0.Add(time.Hour)}
+	waitFor(t, s, r, t0, ask, eventWait("payment_settled", "toolu_ev"))
+	at := t0.Add(time.Minute)
+	if _, err := s.(store.Canceler).CancelRun(ctx, store.CancelRunParams{Tenant: r.Tenant, RunID: r.ID, By: "human:ops", Now: at}); err != nil {
+		t.Fatal(err)
+	}
+	ws := waitsOf(t, s, store.ListWaitsParams{Tenant: r.Tenant, RunID: r.ID})
+	if len(ws) != 2 {
+		t.Fatalf("%d waits, want 2", len(ws))
+	}
+	for _, w := range ws {
+		if w.Status != store.WaitCanceled || w.AnsweredBy != "human:ops" || !w.AnsweredAt.Equal(at) {
+			t.Errorf("wait %s after the cancel: %s by %q at %v; want canceled by human:ops at %v", w.Name, w.Status, w.AnsweredBy, w.AnsweredAt, at)
+		}
+	}
+	if n := len(waitsOf(t, s, store.ListWaitsParams{Tenant: r.Tenant, Status: store.WaitPending})); n != 0 {
+		t.Errorf("%d waits of the tenant still pending", n)
+	}
+	answer := store.AnswerWaitParams{Tenant: r.Tenant, RunID: r.ID, ID: ask.ID, Kind: store.WaitPerson, Binding: "b-ask",
+		Answer: json.RawMessage(`{"text":"yes"}`), By: "human:ada", Now: at.Add(time.Second)}
+	_, _, err := waiter(t, s).AnswerWait(ctx, answer)
+	if !errors.Is(err, store.ErrNotWaiting) || !strings.Contains(err.Error(), "the run was canceled") {
+		t.Errorf("answer after the cancel: %v; want ErrNotWaiting saying the run was canceled", err)
+	}
+	_, _, err = waiter(t, s).Signal(ctx, signal(r, "payment_settled", "", `{}`, at.Add(time.Second)))
+	if !errors.Is(err, store.ErrNotWaiting) || !strings.Contains(err.Error(), "the run was canceled") {
+		t.Errorf("event after the cancel: %v; want ErrNotWaiting saying the run was canceled", err)
+	}
+	if got := waitsOf(t, s, store.ListWaitsParams{Tenant: r.Tenant, RunID: r.ID}); got[0].Status != store.WaitCanceled || len(got[0].Answer) != 0 {
+		t.Errorf("a refused answer changed the wait: %+v", got[0])
+	}
+}
+
+// testWaitsPages: a tenant's waits filtered by kind, page after page in
+// creation order, none twice and none missed.
+func testWaitsPages(t *testing.T, s store.Store) {
+	tenant := uniq("tenant")
+	var want []string
+	kinds := []store.WaitKind{store.WaitPerson, store.WaitEvent, store.WaitResult, store.WaitInput}
+	for i := range 7 {
+		r := newRun(t, s, store.CreateRunParams{Tenant: tenant})
+		k := kinds[i%len(kinds)]
+		w := store.Wait{ID: uniq("wt"), Step: 1, ToolUseID: "toolu_1", Kind: k, Name: "n" + string(k),
+			Prompt: json.RawMessage(`{}`), Binding: "b", ExpiresAt: t0.Add(time.Hour)}
+		waitFor(t, s, r, t0.Add(time.Duration(i)*time.Second), w)
+		if k == store.WaitPerson || k == store.WaitResult {
+			want = append(want, w.ID)
+		}
+	}
+	var got []string
+	after := ""
+	for range 10 {
+		page := waitsOf(t, s, store.ListWaitsParams{Tenant: tenant, Status: store.WaitPending,
+			Kinds: []store.WaitKind{store.WaitPerson, store.WaitResult}, After: after, Limit: 2})
+		for _, w := range page {
+			if w.Kind != store.WaitPerson && w.Kind != store.WaitResult {
+				t.Errorf("wait %s of kind %s listed under person, result", w.ID, w.Kind)
+			}
+			got = append(got, w.ID)
+		}
+		if len(page) < 2 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("pages listed %v, want %v", got, want)
+	}
+	if n := len(waitsOf(t, s, store.ListWaitsParams{Tenant: tenant, Kinds: []store.WaitKind{store.WaitEvent}})); n != 2 {
+		t.Errorf("%d event waits, want 2", n)
+	}
+}

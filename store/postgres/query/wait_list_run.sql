@@ -7,5 +7,7 @@ FROM waits
 WHERE tenant = (SELECT r.tenant FROM runs r WHERE r.id = @run_id AND (@tenant = '' OR r.tenant = @tenant))
     AND run_id = @run_id
     AND (@status = '' OR status = @status)
+    AND (@kinds = '' OR strpos(@kinds, ',' || kind || ',') > 0)
+    AND (@after = '' OR (created_at, seq) > (SELECT a.created_at, a.seq FROM waits a WHERE a.id = @after))
 ORDER BY created_at, seq
 LIMIT @limit;
