@@ -76,6 +76,12 @@ func (op *Operator) Say(ctx context.Context, tenant, runID string, m Reply) (Sai
 	}
 	for _, w := range pending {
 		if w.Kind == store.WaitInput {
+			if q, ok := readElicitPrompt(w); ok {
+				// A tool's question takes the form it asked for.
+				if p.Answer, err = elicitAnswerOf(q, json.RawMessage(m.Text), m.Text); err != nil {
+					return Said{}, fmt.Errorf("say: %w", err)
+				}
+			}
 			p.ID = w.ID
 			p.Events = []store.Event{event(w.Step, now, store.EventWaitAnswered, store.WaitAnsweredData{
 				WaitID: w.ID, Kind: w.Kind, Name: w.Name, By: m.By, WaitedS: now.Sub(w.CreatedAt).Seconds()})}

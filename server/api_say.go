@@ -49,6 +49,9 @@ func (s *Server) say(w http.ResponseWriter, r *http.Request, p Principal) error 
 	}
 	said, err := s.rt.Operator().Say(r.Context(), p.Tenant, r.PathValue("id"), belay.Reply{Text: req.Text, Key: key, By: p.Identity()})
 	switch {
+	case errors.Is(err, belay.ErrWrongAnswer):
+		// A question a tool asked takes the form it asked for.
+		return errBadRequest("invalid_field", "%s", strings.TrimPrefix(err.Error(), "say: "))
 	case errors.Is(err, store.ErrNotWaiting):
 		return &apiError{status: http.StatusConflict, Code: "not_waiting",
 			Message: "the run is not waiting for a reply: " + lastClause(err) + "; GET /v1/runs/{id} shows what it is doing"}

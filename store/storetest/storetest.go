@@ -71,6 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AnswerWaitOnce", testAnswerWaitOnce},
 		{"AnswerWaitNotWaiting", testAnswerWaitNotWaiting},
 		{"WaitExpiry", testWaitExpiry},
+		{"WaitOfARunningRun", testWaitOfARunningRun},
 		{"PruneRemovesWaits", testPruneRemovesWaits},
 		{"SignalAnswersWait", testSignalAnswersWait},
 		{"SignalKeptUntilWait", testSignalKeptUntilWait},
