@@ -22,6 +22,7 @@ const good = `agents:
     policy: policy.yaml
     budget: {max_turns: 30, max_usd: 0.50, deadline: 10m}
     limits: [{name: anthropic-prod, requests_per_minute: 4000, tokens_per_minute: 400000}]
+    elicitations: {user: true}
 `
 
 const policyFile = `name: p
@@ -63,6 +64,9 @@ func TestBuildAgentsFromAFile(t *testing.T) {
 	if a.Name != "support" || a.Budget.MaxTurns != 30 || a.Budget.MaxUSD != 0.5 || a.Budget.Deadline != 10*time.Minute ||
 		a.PolicyVersion != "p@7" || !strings.Contains(a.Instructions, "support agent") || a.Prices["claude-sonnet-4-5"].OutputPerMTok != 15 {
 		t.Errorf("agent %+v", a)
+	}
+	if a.Elicitations == nil || !a.Elicitations.User {
+		t.Errorf("elicitations %+v, want the user's", a.Elicitations)
 	}
 	if len(a.Limits) != 1 || a.Limits[0].Name != "anthropic-prod" || a.Limits[0].RequestsPerMinute != 4000 || a.Limits[0].TokensPerMinute != 400000 {
 		t.Errorf("limits %+v", a.Limits)
