@@ -95,6 +95,10 @@ type Agent struct {
 	// run asks a person of a role a question and waits, holding no lease,
 	// for the answer (Operator.PostResult). Default nil.
 	People *People
+	// Elicitations says who answers the questions the agent's tools ask
+	// during their calls (Elicit; an MCP server's elicitation). Default
+	// nil: a person of the approver role, as for ask_person.
+	Elicitations *Elicitations
 	// Limits are the provider limits the agent's model calls are held to,
 	// shared through the store by every worker. Default: none.
 	Limits []ProviderLimit
@@ -199,6 +203,9 @@ func (a *Agent) prepare() error {
 		return err
 	}
 	if err := a.preparePeople(); err != nil {
+		return err
+	}
+	if err := a.Elicitations.prepare(a.Name); err != nil {
 		return err
 	}
 	for _, r := range a.Requirements {

@@ -156,6 +156,8 @@ func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key
 	deadline, _ := callCtx.Deadline()
 	ctx = withCallInfo(callCtx, CallInfo{RunID: x.run.ID, Tenant: x.run.Tenant, Step: x.run.Step,
 		ToolUseID: use.ID, IdempotencyKey: key, Attempt: attempt, FencingToken: x.run.LeaseEpoch, Deadline: deadline})
+	asker := &elicitor{asks: make(chan elicitRequest), waiter: x.r.waiter, now: x.r.cfg.now}
+	ctx = context.WithValue(ctx, elicitorKey{}, asker)
 	start := x.r.cfg.now()
 	defer func() { x.toolTime += x.r.cfg.now().Sub(start) }()
 
@@ -179,18 +181,28 @@ func (x *execution) invoke(ctx context.Context, tool *Tool, use model.Block, key
 		r.out, r.err = tool.Call(ctx, use.Input)
 	}()
 	var r result
-	select {
-	case r = <-done:
-	case <-ctx.Done():
-		grace := time.NewTimer(abandonAfter)
+	for called := false; !called; {
 		select {
 		case r = <-done:
-		case <-grace.C:
-			x.abandoned = true
-			log.Error("tool ignored its context and was abandoned", "tool", tool.Name, "after", tool.Timeout)
-			r.err = fmt.Errorf("the call did not return %s after its context ended and was abandoned: %w", abandonAfter, ctx.Err())
+			called = true
+		case q := <-asker.asks:
+			// A question the call asks is written here, on the goroutine
+			// that owns the run's state; the call then waits for the
+			// answer on its own.
+			w, err := x.elicit(ctx, asker, use, notAfter, q.q)
+			q.reply <- elicitReply{wait: w, err: err}
+		case <-ctx.Done():
+			called = true
+			grace := time.NewTimer(abandonAfter)
+			select {
+			case r = <-done:
+			case <-grace.C:
+				x.abandoned = true
+				log.Error("tool ignored its context and was abandoned", "tool", tool.Name, "after", tool.Timeout)
+				r.err = fmt.Errorf("the call did not return %s after its context ended and was abandoned: %w", abandonAfter, ctx.Err())
+			}
+			grace.Stop()
 		}
-		grace.Stop()
 	}
 	if r.err == nil && !json.Valid(r.out) {
 		r.err = fmt.Errorf("tool %s returned a result that is not JSON", tool.Name)

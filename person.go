@@ -187,7 +187,14 @@ func (op *Operator) PostResult(ctx context.Context, tenant, runID, callID string
 	}
 	w := waits[i]
 	var answer []byte
-	if w.Kind == store.WaitPerson {
+	if q, ok := readElicitPrompt(w); ok {
+		if len(r.Roles) > 0 && q.Role != "" && !slices.Contains(r.Roles, q.Role) {
+			return Said{}, fmt.Errorf("post result: %w: only a person with the role %s answers it", ErrNotYourQuestion, q.Role)
+		}
+		if answer, err = elicitAnswerOf(q, r.Value, ""); err != nil {
+			return Said{}, fmt.Errorf("post result: %w", err)
+		}
+	} else if w.Kind == store.WaitPerson {
 		var q personQuestion
 		_ = json.Unmarshal(w.Prompt, &q)
 		if len(r.Roles) > 0 && !slices.Contains(r.Roles, q.Role) {

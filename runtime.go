@@ -65,6 +65,12 @@ type Config struct {
 	// keep runs longer than clients retry. Default 0: runs are kept until an
 	// operator prunes them (belay prune).
 	KeepEnded time.Duration
+	// Clock is the runtime's time: when runs start, leases, approvals and
+	// waits expire, timers come due. Every process of one store must keep
+	// the same time, to within a lease's margin. Default time.Now; belay
+	// demo runs its processes a day ahead to show a reply that comes the
+	// next day.
+	Clock func() time.Time
 
 	// now, sleep and rand are the clock, the backoff wait and the jitter
 	// source; tests inject their own.
@@ -122,6 +128,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = c.Clock
 	}
 	if c.now == nil {
 		c.now = time.Now

@@ -76,6 +76,12 @@ func (op *Operator) Say(ctx context.Context, tenant, runID string, m Reply) (Sai
 		w = pending[0]
 	}
 	answer, _ := json.Marshal(replyAnswer{Text: m.Text})
+	if q, ok := readElicitPrompt(w); ok {
+		// A tool's question takes the form it asked for.
+		if answer, err = elicitAnswerOf(q, json.RawMessage(m.Text), m.Text); err != nil {
+			return Said{}, fmt.Errorf("say: %w", err)
+		}
+	}
 	said, err := op.answerWait(ctx, ws, run, w, answer, m.By, m.Key, "")
 	if err != nil {
 		return Said{}, fmt.Errorf("say: %w", err)

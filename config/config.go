@@ -136,6 +136,16 @@ type Agent struct {
 	// holds (belay agent-limit).
 	MaxRunning      int     `yaml:"max_running"`
 	StartsPerMinute float64 `yaml:"starts_per_minute"`
+	// Elicitations says who answers the questions the agent's MCP tools ask
+	// during their calls (belay.Elicitations). Default: a person of the
+	// approver role.
+	Elicitations *Elicitations `yaml:"elicitations"`
+}
+
+// Elicitations is belay.Elicitations in a file.
+type Elicitations struct {
+	User bool   `yaml:"user"`
+	Role string `yaml:"role"`
 }
 
 // Limit is belay.ProviderLimit in a file: a provider account's requests
@@ -215,6 +225,8 @@ type Tool struct {
 	KeyFields []string `yaml:"key_fields"`
 	HonorsKey bool     `yaml:"honors_key"`
 	Timeout   Duration `yaml:"timeout"`
+	// Elicits: the tool may ask a question during its call (mcp.ToolConfig.Elicits).
+	Elicits bool `yaml:"elicits"`
 }
 
 // Budget is belay.Budget in a file.
@@ -446,6 +458,9 @@ func (f *File) BuildWith(ctx context.Context, p BuildParams) (agents []*belay.Ag
 			MaxOutputTokens: a.MaxOutputTokens, MaxRunning: a.MaxRunning, StartsPerMinute: a.StartsPerMinute,
 			Budget: belay.Budget{MaxTurns: a.Budget.MaxTurns, MaxInputTokens: a.Budget.MaxInputTokens,
 				MaxOutputTokens: a.Budget.MaxOutputTokens, MaxUSD: a.Budget.MaxUSD, Deadline: a.Budget.Deadline.D}}
+		if e := a.Elicitations; e != nil {
+			agent.Elicitations = &belay.Elicitations{User: e.User, Role: store.Role(e.Role)}
+		}
 		for _, l := range a.Limits {
 			agent.Limits = append(agent.Limits, belay.ProviderLimit{Name: l.Name, RequestsPerMinute: l.RequestsPerMinute,
 				TokensPerMinute: l.TokensPerMinute})
@@ -456,7 +471,7 @@ func (f *File) BuildWith(ctx context.Context, p BuildParams) (agents []*belay.Ag
 				IgnoreAnnotations: s.IgnoreAnnotations, Tools: map[string]mcp.ToolConfig{}}
 			for name, t := range s.Tools {
 				srv.Tools[name] = mcp.ToolConfig{Effect: belay.EffectClass(t.Effect), External: t.External,
-					KeyFields: t.KeyFields, HonorsKey: t.HonorsKey, Timeout: t.Timeout.D}
+					KeyFields: t.KeyFields, HonorsKey: t.HonorsKey, Timeout: t.Timeout.D, Elicits: t.Elicits}
 			}
 			c, err := mcp.Connect(ctx, srv)
 			if err != nil {

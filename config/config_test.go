@@ -24,6 +24,7 @@ const good = `agents:
     limits: [{name: anthropic-prod, requests_per_minute: 4000, tokens_per_minute: 400000}]
     max_running: 40
     starts_per_minute: 600
+    elicitations: {user: true}
 `
 
 const policyFile = `name: p
@@ -65,6 +66,9 @@ func TestBuildAgentsFromAFile(t *testing.T) {
 	if a.Name != "support" || a.Budget.MaxTurns != 30 || a.Budget.MaxUSD != 0.5 || a.Budget.Deadline != 10*time.Minute ||
 		a.PolicyVersion != "p@7" || !strings.Contains(a.Instructions, "support agent") || a.Prices["claude-sonnet-4-5"].OutputPerMTok != 15 {
 		t.Errorf("agent %+v", a)
+	}
+	if a.Elicitations == nil || !a.Elicitations.User {
+		t.Errorf("elicitations %+v, want the user's", a.Elicitations)
 	}
 	if len(a.Limits) != 1 || a.Limits[0].Name != "anthropic-prod" || a.Limits[0].RequestsPerMinute != 4000 || a.Limits[0].TokensPerMinute != 400000 {
 		t.Errorf("limits %+v", a.Limits)

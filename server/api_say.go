@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -50,6 +51,10 @@ func (s *Server) say(w http.ResponseWriter, r *http.Request, p Principal) error 
 		return errBadRequest("invalid_field", "text must be UTF-8 of at most %d bytes", belay.MaxReplyBytes)
 	}
 	said, err := s.rt.Operator().Say(r.Context(), p.Tenant, r.PathValue("id"), belay.Reply{Text: req.Text, Key: key, By: p.Identity()})
+	if errors.Is(err, belay.ErrWrongAnswer) {
+		// A question a tool asked takes the form it asked for.
+		return errBadRequest("invalid_field", "%s", strings.TrimPrefix(err.Error(), "say: "))
+	}
 	if err != nil {
 		return sayRefusal.apiError(err)
 	}

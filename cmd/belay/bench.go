@@ -30,6 +30,7 @@ import (
 const benchUsage = `usage: belay bench [--runs N] [--steps K] [--concurrency C] [--store sqlite] [--db PATH] [--json]
        belay bench --parked N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
        belay bench --waiting N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
+       belay bench --timers N [--resumes 200] [--store sqlite] [--json]
        belay bench --streams N [--idle 20s] [--resumes 200] [--store sqlite] [--json]
        belay bench --takeover [--runs 32] [--lease-ttl 5s] [--store sqlite] [--json]
        belay bench --scenario keys [--runs 1000] [--keys 5] [--model-latency D] [--json]
@@ -46,6 +47,10 @@ the time from an approval decided here to the worker's claim of its run.
 
 With --waiting N it does the same with N runs that asked their user a question
 (ask_user) and wait for the reply, then replies to them from here.
+
+With --timers N it has N runs sleep on timers a day away, starts a worker over
+them in a process of its own, then has --resumes more runs come due, 20 ms
+apart, and reports how late the worker claims each, against its poll.
 
 With --streams N it parks N runs the same way, starts a server over them in a
 process of its own, opens one live event stream on each, and reports the
@@ -81,6 +86,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the execution to this file")
 	parked := fs.Int("parked", 0, "instead: park this many runs on approval, then measure a worker over them in a process of its own (memory, idle CPU) and approve→resume from this one")
 	waiting := fs.Int("waiting", 0, "instead: have this many runs ask their user a question (ask_user) and wait, then measure a worker over them in a process of its own (memory, idle CPU) and reply→resume from this one")
+	timers := fs.Int("timers", 0, "instead: have this many runs sleep on timers, then time how late a worker over them in a process of its own starts runs that come due")
 	idle := fs.Duration("idle", 20*time.Second, "with --parked or --waiting: how long the idle worker is measured")
 	resumes := fs.Int("resumes", 200, "with --parked or --waiting: how many approvals are decided (or replies sent) and timed until their run is claimed; with --streams, until their stream ends")
 	takeover := fs.Bool("takeover", false, "instead: kill a worker (SIGKILL) mid-step, then freeze another (SIGSTOP), and time until a worker in another process has claimed each run")
@@ -226,6 +232,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return writeJSON(stdout, sres)
 		}
 		sres.print(stdout)
+		return nil
+	}
+	if *timers > 0 {
+		if *parked > 0 || *waiting > 0 {
+			return usageError{"bench: --timers, --parked or --waiting, one of them"}
+		}
+		tres, err := benchTimers(ctx, cfg, *timers, *resumes)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, tres)
+		}
+		tres.print(stdout)
 		return nil
 	}
 	if *parked > 0 && *waiting > 0 {

@@ -322,7 +322,7 @@ func (w *benchWorker) stop() {
 	<-w.done
 }
 
-const benchWorkerUsage = `usage: belay bench-worker [--db PATH | --database-url URL --schema S] [--agent parked|waiting|takeover]
+const benchWorkerUsage = `usage: belay bench-worker [--db PATH | --database-url URL --schema S] [--agent parked|waiting|timers|takeover]
 
 The worker process of belay bench: it executes the runs of bench's agents
 until it is killed, and prints "ready" once it works.`
@@ -334,7 +334,7 @@ func runBenchWorker(ctx context.Context, args []string, stdout, stderr io.Writer
 	path := fs.String("db", "", "the SQLite store")
 	url := fs.String("database-url", "", "the PostgreSQL store")
 	schema := fs.String("schema", "", "its schema")
-	agentName := fs.String("agent", "parked", "the bench whose agent it runs: parked, waiting, or takeover")
+	agentName := fs.String("agent", "parked", "the bench whose agent it runs: parked, waiting, timers or takeover")
 	ttl := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
 	latency := fs.Duration("model-latency", 0, "with --agent takeover: the model's mean latency")
 	workers := fs.Int("workers", 16, "runs executed at once")
@@ -347,10 +347,12 @@ func runBenchWorker(ctx context.Context, args []string, stdout, stderr io.Writer
 		agent = parkedAgent()
 	case "waiting":
 		agent = waitingAgent()
+	case "timers":
+		agent = timersAgent()
 	case "takeover":
 		agent = takeoverAgent(*latency)
 	default:
-		return usageError{fmt.Sprintf("bench-worker: unknown --agent %q (want parked, waiting or takeover)", *agentName)}
+		return usageError{fmt.Sprintf("bench-worker: unknown --agent %q (want parked, waiting, timers or takeover)", *agentName)}
 	}
 	var s store.Store
 	var err error

@@ -352,3 +352,53 @@ func TestBenchScenarioTPM(t *testing.T) {
 		t.Error("a limit below one call: no error")
 	}
 }
+
+// bench --timers has runs sleep on timers a day away, then times how late
+// a worker in a process of its own starts runs that come due; the store it
+// keeps shows the due runs claimed and the sleeping ones still paused.
+func TestBenchTimers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds belay and starts a worker process")
+	}
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "timers.db")
+	cmd := exec.Command(belayBinary(t), "bench", "--timers", "40", "--resumes", "5", "--db", db, "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v:\n%s\n%s", err, out, stderr.Bytes())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if res["timers"] != 40.0 || res["due"] != 5.0 || res["store"] != "sqlite" || res["worker_poll_ms"] != 200.0 {
+		t.Errorf("timers %v, due %v, store %v, poll %v; want 40, 5, sqlite, 200", res["timers"], res["due"], res["store"], res["worker_poll_ms"])
+	}
+	for _, k := range []string{"fill_seconds", "late_p50_ms", "late_p99_ms", "late_max_ms"} {
+		if v, ok := res[k].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive number", k, res[k])
+		}
+	}
+	if p50, max := res["late_p50_ms"].(float64), res["late_max_ms"].(float64); p50 > max {
+		t.Errorf("late p50 %v above its max %v", p50, max)
+	}
+	st, err := sqlite.Open(context.Background(), db, sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background(), store.ListRunsParams{Tenant: belay.AnyTenant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[store.Status]int{}
+	for _, r := range runs {
+		status[r.Status]++
+	}
+	// The worker is killed once it has claimed the due runs, done or not.
+	if status[store.StatusDone]+status[store.StatusRunning] != 5 || status[store.StatusPaused] != 40 || len(runs) != 45 {
+		t.Errorf("runs by status %v, want the 5 due ones claimed (running or done) and 40 paused (asleep)", status)
+	}
+}

@@ -47,7 +47,7 @@ type demoApprovals struct {
 	DecidedBy []string `json:"decided_by"`
 }
 
-const demoUsage = `usage: belay demo [--scenario crash|stuck|budget|unverified] [--yes] [--json] [--db PATH]
+const demoUsage = `usage: belay demo [--scenario crash|conversation|stuck|budget|unverified] [--yes] [--json] [--db PATH]
 
 Runs the support agent on the embedded store with a scripted model. The crash
 scenario (the default) asks you to approve a refund, then kills the worker
@@ -79,13 +79,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	dbPath := fs.String("db", cmp.Or(os.Getenv("BELAY_DB"), "belay.db"), "path of the SQLite database, created if need be (or $BELAY_DB); the support world is PATH.world")
 	yes := fs.Bool("yes", false, "approve the refund without asking, as policy:demo-auto")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
-	scenario := fs.String("scenario", "crash", "crash (a worker killed mid-run), stuck (a drifting model), budget (a dollar limit), unverified (a missing CRM note)")
+	scenario := fs.String("scenario", "crash", "crash (a worker killed mid-run), conversation (the customer answers the next day), stuck (a drifting model), budget (a dollar limit), unverified (a missing CRM note)")
 	if err := fs.parseNone(args); err != nil {
 		return err
 	}
 	guard, ok := guardScenarios[*scenario]
-	if !ok && *scenario != "crash" {
-		return usageError{fmt.Sprintf("demo: unknown scenario %q (want crash, stuck, budget or unverified)", *scenario)}
+	conversation := *scenario == "conversation"
+	if !ok && *scenario != "crash" && !conversation {
+		return usageError{fmt.Sprintf("demo: unknown scenario %q (want crash, conversation, stuck, budget or unverified)", *scenario)}
 	}
 	say := func(format string, a ...any) {
 		if !*asJSON {
@@ -112,10 +113,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if ok && guard.adjust != nil {
 		guard.adjust(agent)
 	}
+	if conversation {
+		conversationAgent(agent)
+	}
 	if err := usePolicyFile(agent, *policyPath); err != nil {
 		return err
 	}
-	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, HumanApproval: true})
+	clock := &demoClock{}
+	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent}, HumanApproval: true, Clock: clock.now})
 	if err != nil {
 		return err
 	}
@@ -147,6 +152,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	summary := demoSummary{RunID: run.ID, Ticket: ticket, DB: *dbPath}
 	if ok {
 		return runGuardScenario(ctx, *scenario, guard, rt, st, world, printer, summary, stdout, *asJSON)
+	}
+	if conversation {
+		return runConversationScenario(ctx, rt, st, world, clock, printer, summary, *dbPath, workerFlags, *yes, stdout, *asJSON)
 	}
 
 	say("[worker 1] a worker process starts")

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/belayrun/belay/examples/support"
 )
 
 // Each guard scenario of the demo ends as its guard says it must, and says
@@ -174,5 +176,61 @@ func TestDemoJSONFailsWhenTheScenarioDoesNotHold(t *testing.T) {
 	err := run(context.Background(), []string{"demo", "--scenario", "budget", "--policy", policy, "--json", "--db", filepath.Join(dir, "belay.db")}, &out, &errb)
 	if err == nil || !json.Valid(out.Bytes()) {
 		t.Errorf("budget scenario with refunds denied: err %v, summary %q; want the summary and an error", err, out.String())
+	}
+}
+
+// The conversation demo, run as a user runs it: the worker that asked the
+// customer is killed with SIGKILL while the run waits, the customer answers
+// a day later by the demo's clock, another process goes on. The support
+// world's own records show one refund, asked of billing once; with refunds
+// denied the scenario does not hold, and --json says so with its exit
+// status.
+func TestConversationDemoHolds(t *testing.T) {
+	bin := belayBinary(t)
+	db := filepath.Join(t.TempDir(), "belay.db")
+	demo := exec.Command(bin, "demo", "--scenario", "conversation", "--json", "--yes", "--db", db)
+	demo.Env = append(os.Environ(), "BELAY_DATABASE_URL=")
+	out, err := demo.Output()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	var got struct {
+		Status     string `json:"status"`
+		StopReason string `json:"stop_reason"`
+		Crashes    int    `json:"crashes"`
+		Resumes    int    `json:"resumes"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("summary %q: %v", out, err)
+	}
+	if got.Status != "done" || got.StopReason != "verified" || got.Crashes != 1 || got.Resumes != 1 {
+		t.Errorf("summary %+v, want done and verified after one crash and one resume", got)
+	}
+	world, err := support.OpenWorld(t.Context(), db+".world")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer world.Close()
+	counts, err := world.Counts(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests, err := world.RefundRequests(t.Context(), "CH-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.Refunds != 1 || requests != 1 || counts.Emails != 1 || counts.Notes != 1 {
+		t.Errorf("the world holds %d refunds (%d asked of billing), %d emails, %d notes; want one of each", counts.Refunds, requests, counts.Emails, counts.Notes)
+	}
+
+	policy := filepath.Join(t.TempDir(), "deny.yaml")
+	if err := os.WriteFile(policy, []byte("name: deny\nversion: 1\ndefault: by_effect\nrules:\n  - {name: no refunds, tool: issue_refund, decision: deny}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	denied := exec.Command(bin, "demo", "--scenario", "conversation", "--json", "--yes", "--policy", policy, "--db", filepath.Join(t.TempDir(), "belay.db"))
+	denied.Env = append(os.Environ(), "BELAY_DATABASE_URL=")
+	out, err = denied.Output()
+	if err == nil || !json.Valid(out) {
+		t.Errorf("conversation demo with refunds denied: err %v, summary %q; want the summary and a failed exit", err, out)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // reaches its crash point; it then waits to be killed.
 const crashMarker = "CRASHPOINT"
 
-const workerUsage = `usage: belay worker [--db PATH] [--world PATH] [--crash-after KIND | --crash-at-unknown]
+const workerUsage = `usage: belay worker [--db PATH] [--world PATH] [--crash-after KIND | --crash-at-unknown | --crash-at-wait] [--conversation] [--clock-ahead D]
 
 Executes the due runs of the support agent until none is due; belay demo
 starts it as a process of its own so that it can kill it.`
@@ -31,6 +31,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	worldPath := fs.String("world", "", "path of the support world's database (default: DB + .world)")
 	crashAfter := fs.String("crash-after", "", "after this kind of side effect lands (refund, email, note), stop and wait to be killed")
 	crashAtUnknown := fs.Bool("crash-at-unknown", false, "once an unknown outcome is recorded, stop and wait to be killed")
+	crashAtWait := fs.Bool("crash-at-wait", false, "once a run waits for its user's reply, stop and wait to be killed")
+	conversation := fs.Bool("conversation", false, "the support agent asks the customer how to refund (belay demo --scenario conversation)")
+	ahead := fs.Duration("clock-ahead", 0, "run the runtime's clock this far ahead of the real one, as belay demo does to show a reply that comes the next day")
 	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "lease time-to-live")
 	policyPath := fs.String("policy", "", "approval policy file (YAML or JSON) instead of the support desk's")
 	if err := fs.parseNone(args); err != nil {
@@ -46,6 +49,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer world.Close()
+	if *conversation {
+		conversationAgent(agent)
+	}
 	if *crashAfter != "" {
 		world.AfterEffect = func(kind string) {
 			if kind != *crashAfter {
@@ -60,10 +66,18 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *crashAtUnknown {
 		runStore = &crashAtUnknownStore{Store: st, crash: func() { hang(ctx, stdout, "unknown-outcome") }}
 	}
+	if *crashAtWait {
+		ws, ok := st.(store.Waiter)
+		if !ok {
+			return usageError{"worker: --crash-at-wait needs a store that keeps waits"}
+		}
+		runStore = &crashAtWaitStore{Store: st, Waiter: ws, crash: func() { hang(ctx, stdout, "waiting-input") }}
+	}
 	rt, err := belay.New(belay.Config{
 		Store:    runStore,
 		Agents:   []*belay.Agent{agent},
 		LeaseTTL: *leaseTTL,
+		Clock:    clockAhead(*ahead),
 		// The demo decides approvals in its own process.
 		HumanApproval: true,
 	})
@@ -100,6 +114,41 @@ func (s *crashAtUnknownStore) Checkpoint(ctx context.Context, p store.Checkpoint
 		}
 	}
 	return nil
+}
+
+// crashAtWaitStore hangs the worker right after it writes a run that waits
+// for its user: the question is on disk, and the worker holds nothing more
+// of it. It keeps the store's waits, which the conversation needs.
+type crashAtWaitStore struct {
+	store.Store
+	store.Waiter
+	crash func()
+}
+
+func (s *crashAtWaitStore) Checkpoint(ctx context.Context, p store.CheckpointParams) error {
+	if err := s.Store.Checkpoint(ctx, p); err != nil {
+		return err
+	}
+	if p.Run.Status == store.StatusWaitingInput {
+		s.crash()
+	}
+	return nil
+}
+
+// clockAhead is a clock d ahead of the real one; nil (the runtime's
+// default) for none.
+func clockAhead(d time.Duration) func() time.Time {
+	if d == 0 {
+		return nil
+	}
+	return func() time.Time { return time.Now().Add(d) }
+}
+
+// conversationAgent makes the support agent ask the customer how to
+// refund, and wait for the answer up to a day.
+func conversationAgent(agent *belay.Agent) {
+	agent.Model = scripted.Func(support.ScriptConversation())
+	agent.Conversation = &belay.Conversation{IdleTimeout: 24 * time.Hour}
 }
 
 // openSupport opens the support desk's world (DB + .world unless given) and

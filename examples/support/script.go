@@ -20,6 +20,21 @@ import (
 // conversation, gets the reply the crashed one would have got.
 func Script() scripted.Script { return script(true) }
 
+// ScriptConversation is Script that, having found the duplicate charge,
+// asks the customer (ask_user) whether to refund it to their card or as
+// store credit, and refunds once they have answered. The agent needs a
+// Conversation.
+func ScriptConversation() scripted.Script {
+	return func(req model.Request) (scripted.Reply, error) {
+		t := readTranscript(req.Messages)
+		t.ask = true
+		return t.next(true), nil
+	}
+}
+
+// RefundQuestion is what ScriptConversation asks the customer.
+const RefundQuestion = "We found the duplicate charge. Should we refund it to your card, or as store credit?"
+
 // ScriptWithoutNote is Script without the internal note: the model says it
 // is done while "reason in CRM" does not hold, which verification catches.
 func ScriptWithoutNote() scripted.Script { return script(false) }
@@ -85,6 +100,13 @@ func (t transcript) next(withNote bool) scripted.Reply {
 	if !ok {
 		return giveUp(fmt.Sprintf("invoice %s shows no duplicate charge", invoiceID))
 	}
+	if t.ask {
+		// The reply is the call's result, as the customer wrote it.
+		if _, answered := t.result("ask_user"); !answered {
+			return scripted.Reply{Text: "Thought: ask the customer how they want the money back.",
+				Calls: []scripted.Call{{Name: "ask_user", Args: map[string]string{"question": RefundQuestion}}}}
+		}
+	}
 	var refund refundOut
 	if r, done := t.step("issue_refund", issueRefundIn{
 		InvoiceID: invoice.InvoiceID, ChargeID: dup.ChargeID, AmountUSD: dup.AmountUSD,
@@ -135,6 +157,18 @@ func duplicateCharge(inv invoiceOut) (chargeOut, bool) {
 type transcript struct {
 	input string
 	calls []toolCall // oldest first
+	// ask: the customer is asked how to refund before the refund.
+	ask bool
+}
+
+// result returns the latest good result of tool.
+func (t transcript) result(tool string) (string, bool) {
+	for i := len(t.calls) - 1; i >= 0; i-- {
+		if c := t.calls[i]; c.name == tool && !c.failed {
+			return c.result, true
+		}
+	}
+	return "", false
 }
 
 type toolCall struct {

@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CancelClosesWaits", testCancelClosesWaits},
 		{"WaitsPages", testWaitsPages},
 		{"WaitExpiry", testWaitExpiry},
+		{"WaitOfARunningRun", testWaitOfARunningRun},
 		{"PruneRemovesWaits", testPruneRemovesWaits},
 		{"SignalAnswersWait", testSignalAnswersWait},
 		{"SignalKeptUntilWait", testSignalKeptUntilWait},

@@ -345,3 +345,51 @@ func testWaitsPages(t *testing.T, s store.Store) {
 		t.Errorf("%d event waits, want 2", n)
 	}
 }
+
+// A tool that asks during its call (an elicitation) writes a wait while the
+// run runs and keeps its lease: the answer is recorded and leaves the run
+// running, with its lease, and so does the wait's expiry.
+func testWaitOfARunningRun(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	ws := waiter(t, s)
+	r := newRun(t, s, store.CreateRunParams{})
+	claimed := claimRun(t, s, r.ID, "w1", t0, time.Hour)
+	w := store.Wait{ID: uniq("wt"), Step: 1, ToolUseID: "toolu_how.q1.abcd", Kind: store.WaitPerson, Name: "refund_how",
+		Prompt: json.RawMessage(`{"question":"Card or store credit?","elicitation":{"tool":"refund_how"}}`), Binding: "b-how",
+		ExpiresAt: t0.Add(time.Minute)}
+	checkpoint(t, s, store.CheckpointParams{Fence: fence(claimed), Now: t0, Run: update(claimed), Waits: []store.Wait{w}})
+	if got := getRun(t, s, r.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w1" {
+		t.Fatalf("run is %s owned by %q after its call asked, want running, owned by w1", got.Status, got.LeaseOwner)
+	}
+	p := store.AnswerWaitParams{Tenant: r.Tenant, RunID: r.ID, ID: w.ID, Kind: store.WaitPerson,
+		Answer: json.RawMessage(`{"action":"accept","content":{"method":"card"}}`), By: "human:bo", Now: t0.Add(time.Second)}
+	answered, _, err := ws.AnswerWait(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answered.Status != store.WaitAnswered || !strings.Contains(string(answered.Answer), "card") {
+		t.Errorf("answered %+v", answered)
+	}
+	if got := getRun(t, s, r.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w1" || got.LeaseEpoch != claimed.LeaseEpoch {
+		t.Errorf("run is %s owned by %q (epoch %d) after the answer, want still running under w1's lease", got.Status, got.LeaseOwner, got.LeaseEpoch)
+	}
+	if got := waitsOf(t, s, store.ListWaitsParams{RunID: r.ID}); len(got) != 1 || got[0].Status != store.WaitAnswered {
+		t.Errorf("waits %+v, want the one, answered", got)
+	}
+
+	// A second question of the call nobody answers expires, and the run
+	// runs on.
+	w2 := w
+	w2.ID, w2.ToolUseID, w2.Binding = uniq("wt"), "toolu_how.q2.abcd", "b-how-2"
+	checkpoint(t, s, store.CheckpointParams{Fence: fence(claimed), Now: t0.Add(2 * time.Second), Run: update(claimed), Waits: []store.Wait{w2}})
+	expired, err := ws.ExpireDueWaits(ctx, store.ExpireWaitsParams{Now: w2.ExpiresAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(expired) != 1 || expired[0].Wait.ID != w2.ID {
+		t.Fatalf("expired %+v, want the second question", expired)
+	}
+	if got := getRun(t, s, r.ID); got.Status != store.StatusRunning || got.LeaseOwner != "w1" {
+		t.Errorf("run is %s owned by %q after its question expired, want running under w1", got.Status, got.LeaseOwner)
+	}
+}

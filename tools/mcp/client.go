@@ -36,6 +36,11 @@ type Client struct {
 	closed  bool
 	// closing counts the goroutines closing lost sessions.
 	closing sync.WaitGroup
+
+	// calls are the calls in flight on each session, which a question the
+	// server asks during a call is put to (see elicit.go).
+	callsMu sync.Mutex
+	calls   map[*mcpsdk.ClientSession][]context.Context
 }
 
 // Connect connects to the server and initializes a session, so a server
@@ -49,7 +54,9 @@ func Connect(ctx context.Context, srv Server) (*Client, error) {
 	srv.Tools = cloneTools(srv.Tools)
 	srv.Command = append([]string(nil), srv.Command...)
 	srv.Env = append([]string(nil), srv.Env...)
-	c := &Client{srv: srv, sdk: mcpsdk.NewClient(&mcpsdk.Implementation{Name: "belay", Version: version()}, nil)}
+	c := &Client{srv: srv}
+	c.sdk = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "belay", Version: version()},
+		&mcpsdk.ClientOptions{ElicitationHandler: c.elicit})
 	if srv.URL != "" {
 		if srv.HTTPClient == nil {
 			c.http = &http.Client{Transport: trackingRoundTripper{base: http.DefaultTransport.(*http.Transport).Clone()}}
@@ -108,6 +115,16 @@ func (c *Client) connected(ctx context.Context) (*mcpsdk.ClientSession, error) {
 	if c.session != nil {
 		return c.session, nil
 	}
+	cs, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.session = cs
+	return cs, nil
+}
+
+// dial opens a new session with the server: for stdio, a new process.
+func (c *Client) dial(ctx context.Context) (*mcpsdk.ClientSession, error) {
 	var t mcpsdk.Transport
 	if c.srv.URL != "" {
 		// Belay reads no notifications, so it holds no event stream open.
@@ -128,7 +145,6 @@ func (c *Client) connected(ctx context.Context) (*mcpsdk.ClientSession, error) {
 		}
 		return nil, fmt.Errorf("tools/mcp: connect to %s: %w", c.srv.Name, err)
 	}
-	c.session = cs
 	return cs, nil
 }
 
@@ -151,7 +167,10 @@ func (c *Client) lost(cs *mcpsdk.ClientSession, cause error) {
 // call calls the server's tool name. retrySafe says whether calling it
 // twice is harmless (a read, or a tool that honours the key): then a call
 // lost in flight is transient too.
-func (c *Client) call(ctx context.Context, name string, retrySafe bool, args json.RawMessage) (json.RawMessage, error) {
+func (c *Client) call(ctx context.Context, name string, retrySafe, alone bool, args json.RawMessage) (json.RawMessage, error) {
+	if alone {
+		return c.callAlone(ctx, name, retrySafe, args)
+	}
 	cs, err := c.connected(ctx)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
@@ -165,6 +184,7 @@ func (c *Client) call(ctx context.Context, name string, retrySafe bool, args jso
 	}
 	params := &mcpsdk.CallToolParams{Name: name, Arguments: args, Meta: requestMeta(ctx)}
 	d := &delivery{}
+	defer c.inFlight(cs, ctx)()
 	res, err := cs.CallTool(withDelivery(ctx, d), params)
 	if err != nil {
 		return nil, c.callError(ctx, cs, name, retrySafe, d, err)

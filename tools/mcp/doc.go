@@ -63,6 +63,30 @@
 // whatever the tool, and the next call opens a new session. A server that
 // hangs without dying is not restarted: its calls time out.
 //
+// # Questions during a call (elicitation)
+//
+// A server may ask a question while its tool runs (elicitation/create, form
+// mode). Belay puts it to the run whose call is in flight, through
+// belay.Elicit: a durable wait of the run, answered by a person of the
+// approver role or, if the agent's Elicitations say so, by the run's user,
+// as any other question is, from any process (Operator.PostResult, POST
+// /v1/runs/{id}/results/{call}; Operator.Say, POST /v1/runs/{id}/messages).
+// An answer that does not fit the requested schema is refused to whoever
+// sent it, with what the form takes. The server gets accept with the
+// content, decline, or cancel once the question expires, which it does a
+// little before the call's timeout (ToolConfig.Timeout): give a tool that
+// asks people the time they take. The call keeps its run's lease while it
+// waits; if the worker dies, the call is lost like any call in flight (a
+// read is called again, a side effect's outcome is unknown and settled
+// without calling blindly), and a call made again that asks the same
+// question gets the first wait, answered or not, so nobody is asked twice.
+//
+// The request names no call, so Belay answers it only when it knows the
+// call: mark a tool that asks with ToolConfig.Elicits, which gives each of
+// its calls a session of its own (for stdio, a process). A question that
+// comes while several calls share the session, or none is in flight, gets
+// an error.
+//
 // # Goroutines and processes
 //
 // A session runs one goroutine of the SDK's, reading the connection, and

@@ -156,7 +156,7 @@ func TestHTTPCallResults(t *testing.T) {
 		t.Errorf("fail: err = %v, want the server's text as a plain error", err)
 	}
 	// A JSON-RPC error (no such tool) is the server's answer too.
-	_, err = c.call(t.Context(), "no_such_tool", false, json.RawMessage(`{}`))
+	_, err = c.call(t.Context(), "no_such_tool", false, false, json.RawMessage(`{}`))
 	if err == nil || isTransient(err) || errors.Is(err, belay.ErrUnknownOutcome) {
 		t.Errorf("unknown tool: err = %v, want a plain error", err)
 	}

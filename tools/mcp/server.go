@@ -87,8 +87,18 @@ type ToolConfig struct {
 	// idempotency key cannot apply the effect twice; see
 	// belay.Tool.HonorsKey. Default: the tool's idempotentHint.
 	HonorsKey bool
-	// Timeout bounds one call. Default belay.DefaultToolTimeout.
+	// Timeout bounds one call. Default belay.DefaultToolTimeout. A call
+	// that asks a question (an elicitation) waits for the answer within
+	// it: give a tool that asks people the time they take.
 	Timeout time.Duration
+	// Elicits declares that the tool may ask a question during its call
+	// (an MCP elicitation). Each call is then made on a session of its
+	// own (for stdio, a process of its own), so a question is known to
+	// come from it. Without it a question is answered only when it comes
+	// while a single call is in flight on the client's shared session;
+	// otherwise Belay cannot tell which call asks, and the server gets an
+	// error. Default false.
+	Elicits bool
 }
 
 // inheritedEnv lists the variables a stdio server inherits from Belay's

@@ -117,6 +117,7 @@ func (c *Client) tool(t *mcpsdk.Tool, as string) (belay.Tool, error) {
 	}
 	name := t.Name
 	retrySafe := effect == belay.Read || honorsKey
+	alone := cfg.Elicits
 	return belay.Tool{
 		Name:        as,
 		Description: description,
@@ -127,7 +128,7 @@ func (c *Client) tool(t *mcpsdk.Tool, as string) (belay.Tool, error) {
 		HonorsKey:   honorsKey,
 		Timeout:     cfg.Timeout,
 		Call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-			return c.call(ctx, name, retrySafe, args)
+			return c.call(ctx, name, retrySafe, alone, args)
 		},
 	}, nil
 }

@@ -54,20 +54,32 @@ WITH RECURSIVE tenants AS (
         LIMIT @limit
         FOR UPDATE SKIP LOCKED) q
     WHERE t.tenant IS NOT NULL
-), later AS MATERIALIZED (
-    -- Runs that started before: on an expired lease, or paused until a
-    -- time that has come, oldest change first. lease_owner is the owner an
-    -- expired lease is taken from; a paused run has none.
+), expired AS MATERIALIZED (
+    -- Runs that started before on a lease that has expired, oldest change
+    -- first, from the running runs alone (runs_lease). lease_owner is the
+    -- owner the lease is taken from.
     SELECT id, tenant, agent, priority, changed_at, lease_owner AS taken_from, status, concurrency_key, concurrency_limit,
-        status = 'running' AS expired
+        true AS expired
     FROM runs
-    WHERE status IN ('running', 'paused')
-        AND ((status = 'running' AND lease_expires <= @now)
-            OR (status = 'paused' AND resume_after <> 0 AND resume_after <= @now))
+    WHERE status = 'running' AND lease_expires <= @now
         AND NOT EXISTS (SELECT 1 FROM kill_switches k WHERE k.engaged AND k.tenant = '')
         AND runs.tenant NOT IN (SELECT k.tenant FROM kill_switches k WHERE k.engaged)
         AND (cardinality(@agents::text[]) = 0 OR runs.agent = ANY (@agents::text[]))
-        AND CASE WHEN runs.concurrency_key = '' OR runs.status = 'running' THEN true
+    ORDER BY changed_at, id
+    LIMIT @limit
+    FOR UPDATE SKIP LOCKED
+), timed AS MATERIALIZED (
+    -- Runs paused until a time that has come, found by that time
+    -- (runs_timed), so that a claim never walks the paused runs whose time
+    -- is still to come, however many sleep; oldest change first.
+    SELECT id, tenant, agent, priority, changed_at, '' AS taken_from, status, concurrency_key, concurrency_limit,
+        false AS expired
+    FROM runs
+    WHERE status = 'paused' AND resume_after <> 0 AND resume_after <= @now
+        AND NOT EXISTS (SELECT 1 FROM kill_switches k WHERE k.engaged AND k.tenant = '')
+        AND runs.tenant NOT IN (SELECT k.tenant FROM kill_switches k WHERE k.engaged)
+        AND (cardinality(@agents::text[]) = 0 OR runs.agent = ANY (@agents::text[]))
+        AND CASE WHEN runs.concurrency_key = '' THEN true
             ELSE (SELECT count(*) FROM runs h
                 WHERE h.status = 'running'
                     AND h.tenant = runs.tenant AND h.concurrency_key = runs.concurrency_key) < runs.concurrency_limit
@@ -75,6 +87,12 @@ WITH RECURSIVE tenants AS (
     ORDER BY changed_at, id
     LIMIT @limit
     FOR UPDATE SKIP LOCKED
+), later AS (
+    -- Runs that started before: on an expired lease, or paused until a
+    -- time that has come, oldest change first.
+    SELECT * FROM (SELECT * FROM expired UNION ALL SELECT * FROM timed) l
+    ORDER BY changed_at, id
+    LIMIT @limit
 ), due AS (
     SELECT * FROM queued
     UNION ALL

@@ -1,4 +1,4 @@
--- Claims walk runs_queued_fair and runs_due_again in claim order and stop
+-- Claims walk runs_queued_fair and runs_lease in claim order (runs_timed by time) and stop
 -- at the limit. Without statistics on runs (a new schema, or autovacuum
 -- off) the planner guesses that few runs are due and picks a bitmap scan
 -- that reads and sorts every due run on each claim instead; this turns that
