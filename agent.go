@@ -81,6 +81,11 @@ type Agent struct {
 	// Limits are the provider limits the agent's model calls are held to,
 	// shared through the store by every worker. Default: none.
 	Limits []ProviderLimit
+	// Interactive, if set, marks the agent's runs as watched by a person
+	// as they happen (a chat): when its model is unavailable, a run
+	// escalates after Interactive.MaxWait with a message for the customer
+	// instead of backing off for minutes. Default nil: a background agent.
+	Interactive *Interactive
 
 	tools map[string]*Tool
 	// sensitive is what each run of the agent records of its tools'
@@ -144,6 +149,12 @@ func (a *Agent) prepare() error {
 	}
 	if a.MaxOutputTokens == 0 {
 		a.MaxOutputTokens = 1024
+	}
+	if a.Interactive != nil {
+		if err := a.Interactive.check(); err != nil {
+			return fmt.Errorf("agent %q: %w", a.Name, err)
+		}
+		a.Interactive.applyDefaults()
 	}
 	a.tools = make(map[string]*Tool, len(a.Tools))
 	a.sensitive = nil

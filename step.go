@@ -50,6 +50,9 @@ type execution struct {
 	// is unknown: they are in no message yet.
 	turnResults []model.Block
 	unknownCall string
+	// customerMessage, if set, is what an escalation tells the customer
+	// instead of the agent's CustomerMessage.
+	customerMessage string
 
 	// stepUnsaved reports a dispatched step whose tool results the next
 	// write makes durable; the step ends there, and its timing is observed.
@@ -301,7 +304,7 @@ func (x *execution) think(ctx context.Context) error {
 		}
 		return x.modelFailed(ctx, err)
 	}
-	x.guard.ModelFailures = 0
+	x.guard.ModelFailures, x.guard.ModelFailingSince = 0, time.Time{}
 	// An empty answer is billed too.
 	price, _ := x.agent.Prices.Lookup(used.Name())
 	cost := price.Cost(resp.Usage)
@@ -387,6 +390,12 @@ func (x *execution) modelFailed(ctx context.Context, err error) error {
 	wait := me.RetryAfter + time.Duration(x.r.cfg.rand(int64(window)+1))
 	if me.Class == model.ClassRateLimited {
 		x.drainLimits(ctx, max(me.RetryAfter, modelRetryBase))
+	}
+	if x.agent.Interactive != nil {
+		var escalate bool
+		if wait, escalate = x.interactiveWait(me, wait); escalate {
+			return x.escalateInteractive(ctx, err)
+		}
 	}
 	x.run.ResumeAfter = x.r.cfg.now().Add(wait)
 	detail := err.Error()
