@@ -190,7 +190,7 @@ func (x *execution) apply(ctx context.Context, call *sideEffect) (model.Block, e
 			}
 		}
 		call.recorded = false
-		out, err := x.throughBreaker(tool, func() (json.RawMessage, error) {
+		out, err := x.throughBreaker(ctx, tool, func() (json.RawMessage, error) {
 			return x.invoke(ctx, tool, call.use, call.key, call.attempts, call.notAfter)
 		})
 		if err == nil {

@@ -117,6 +117,7 @@ func TestLayouts(t *testing.T) {
 		"lineage":         destsOf(lineageColumns, new(lineageRaw)),
 		"due_run":         destsOf(dueRunColumns, new(struct{})),
 		"schedule":        destsOf(scheduleColumns, new(scheduleRaw)),
+		"breaker":         destsOf(breakerColumns, new(breakerRaw)),
 	}
 	if len(dests) != len(layouts) {
 		t.Fatalf("%d row types checked, %d laid out", len(dests), len(layouts))
@@ -341,6 +342,7 @@ func TestScanErrors(t *testing.T) {
 		"lineage":         func(r Scanner) error { _, err := Lineage(r); return err },
 		"due_run":         func(r Scanner) error { _, err := ReadDueRun(r); return err },
 		"schedule":        func(r Scanner) error { _, err := Schedule(r); return err },
+		"breaker":         func(r Scanner) error { _, err := Breaker(r); return err },
 	}
 	if len(scans) != len(layouts) {
 		t.Fatalf("%d scanners tested, %d row types", len(scans), len(layouts))
