@@ -18,6 +18,9 @@ var fleetCases = []struct {
 	{"BreakerOpensForEveryWorker", testBreakerOpensForEveryWorker},
 	{"BreakerProbeOneAtATime", testBreakerProbeOneAtATime},
 	{"BreakerWindow", testBreakerWindow},
+	{"SpendCaps", testSpendCaps},
+	{"TenantSpendByWindow", testTenantSpendByWindow},
+	{"SpendCapRaiseWakesRuns", testSpendCapRaiseWakesRuns},
 }
 
 func breakerKeeper(t *testing.T, s store.Store) store.BreakerKeeper {
@@ -157,5 +160,124 @@ func testBreakerWindow(t *testing.T, s store.Store) {
 	}
 	if _, err := k.BreakerFailure(t.Context(), store.BreakerFailureParams{Name: name, Now: t0}); err == nil {
 		t.Error("a failure without a threshold, window or open time: no error")
+	}
+}
+
+func spendCapper(t *testing.T, s store.Store) store.SpendCapper {
+	t.Helper()
+	c, ok := s.(store.SpendCapper)
+	if !ok {
+		t.Fatalf("%T keeps no spend caps (store.SpendCapper)", s)
+	}
+	return c
+}
+
+func capOf(t *testing.T, c store.SpendCapper, tenant string) (store.SpendCap, bool) {
+	t.Helper()
+	all, err := c.SpendCaps(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range all {
+		if x.Tenant == tenant {
+			return x, true
+		}
+	}
+	return store.SpendCap{}, false
+}
+
+// A cap is set, changed and removed with 0; a bad one is refused.
+func testSpendCaps(t *testing.T, s store.Store) {
+	c := spendCapper(t, s)
+	tenant := uniq("tenant")
+	set := func(cp store.SpendCap) error {
+		return c.SetSpendCap(t.Context(), store.SetSpendCapParams{Cap: cp, Now: t0})
+	}
+	if err := set(store.SpendCap{Tenant: tenant, Period: store.SpendDaily, MaxNanoUSD: 50e9}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := capOf(t, c, tenant); !ok || got.Period != store.SpendDaily || got.MaxNanoUSD != 50e9 {
+		t.Fatalf("cap %+v (%v), want 50 USD a day", got, ok)
+	}
+	if err := set(store.SpendCap{Tenant: tenant, Period: store.SpendMonthly, MaxNanoUSD: 900e9}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := capOf(t, c, tenant); got.Period != store.SpendMonthly || got.MaxNanoUSD != 900e9 {
+		t.Fatalf("changed cap %+v, want 900 USD a month", got)
+	}
+	if err := set(store.SpendCap{Tenant: tenant}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := capOf(t, c, tenant); ok {
+		t.Fatalf("cap %+v after setting 0, want none", got)
+	}
+	if err := set(store.SpendCap{Tenant: tenant, Period: "week", MaxNanoUSD: 1}); err == nil {
+		t.Error("a weekly cap was accepted")
+	}
+}
+
+// Spend adds up per tenant and window, from every worker at once.
+func testTenantSpendByWindow(t *testing.T, s store.Store) {
+	c := spendCapper(t, s)
+	tenant, other := uniq("tenant"), uniq("tenant")
+	day, _ := store.SpendDaily.Window(t0)
+	next := day.AddDate(0, 0, 1)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if err := c.AddTenantSpend(t.Context(), store.AddTenantSpendParams{Tenant: tenant, Window: day, NanoUSD: 3}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := c.AddTenantSpend(t.Context(), store.AddTenantSpendParams{Tenant: tenant, Window: next, NanoUSD: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddTenantSpend(t.Context(), store.AddTenantSpendParams{Tenant: other, Window: day, NanoUSD: 100}); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		tenant string
+		window time.Time
+		want   int64
+	}{{tenant, day, 30}, {tenant, next, 7}, {other, day, 100}, {other, next, 0}} {
+		got, err := c.TenantSpend(t.Context(), x.tenant, x.window)
+		if err != nil || got != x.want {
+			t.Errorf("spend of %s in the window of %v: %d, %v; want %d", x.tenant, x.window, got, err, x.want)
+		}
+	}
+}
+
+// Setting a tenant's cap puts its runs paused on the cap back in the queue,
+// and no other run: not another tenant's, not one paused for another
+// reason.
+func testSpendCapRaiseWakesRuns(t *testing.T, s store.Store) {
+	c := spendCapper(t, s)
+	tenant := uniq("tenant")
+	windowEnd := t0.Add(9 * time.Hour)
+	pause := func(r store.Run, reason string) {
+		claimed := claimRun(t, s, r.ID, "w1", t0, time.Minute)
+		u := update(claimed)
+		u.Status, u.ResumeAfter, u.LeaseExpires, u.StopReason = store.StatusPaused, windowEnd, time.Time{}, reason
+		checkpoint(t, s, store.CheckpointParams{Fence: fence(claimed), Now: t0, Run: u})
+	}
+	capped := newRun(t, s, store.CreateRunParams{Tenant: tenant})
+	pause(capped, store.StopTenantSpendCap)
+	otherReason := newRun(t, s, store.CreateRunParams{Tenant: tenant})
+	pause(otherReason, "provider_limit")
+	otherTenant := newRun(t, s, store.CreateRunParams{})
+	pause(otherTenant, store.StopTenantSpendCap)
+	if err := c.SetSpendCap(t.Context(), store.SetSpendCapParams{Cap: store.SpendCap{Tenant: tenant, Period: store.SpendDaily,
+		MaxNanoUSD: 80e9}, Now: t0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if r := getRun(t, s, capped.ID); r.Status != store.StatusQueued || r.StopReason != "" {
+		t.Errorf("the run paused on the cap: %s (%s) after the cap was raised, want queued", r.Status, r.StopReason)
+	}
+	for _, id := range []string{otherReason.ID, otherTenant.ID} {
+		if r := getRun(t, s, id); r.Status != store.StatusPaused {
+			t.Errorf("run %s (%s): %s after another tenant's cap or for another reason, want paused", id, r.StopReason, r.Status)
+		}
 	}
 }

@@ -14,4 +14,22 @@ CREATE TABLE breakers (
     changed_at   INTEGER NOT NULL
 ) STRICT;
 
+-- Tenants' spend caps: the most a tenant's runs may spend together on
+-- models in a UTC day or month. A tenant without a row has no cap.
+CREATE TABLE spend_caps (
+    tenant       TEXT NOT NULL PRIMARY KEY,
+    period       TEXT NOT NULL CHECK (period IN ('day', 'month')),
+    max_nano_usd INTEGER NOT NULL
+) STRICT;
+
+-- What each capped tenant's runs spent in a window (its start, in unix
+-- nanoseconds), added to after every model call: the cap is checked
+-- against it before the next.
+CREATE TABLE tenant_spend (
+    tenant       TEXT NOT NULL,
+    window_start INTEGER NOT NULL,
+    nano_usd     INTEGER NOT NULL,
+    PRIMARY KEY (tenant, window_start)
+) STRICT;
+
 PRAGMA user_version = 17;
