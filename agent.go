@@ -86,6 +86,11 @@ type Agent struct {
 	// escalates after Interactive.MaxWait with a message for the customer
 	// instead of backing off for minutes. Default nil: a background agent.
 	Interactive *Interactive
+	// OnSpendCap is what a run does when its next model call would take
+	// its tenant past the tenant's spend cap (Runtime.SetSpendCap):
+	// SpendCapWait (the default) pauses it until the cap's window rolls
+	// over or the cap is raised; SpendCapEscalate hands it to a person.
+	OnSpendCap SpendCapAction
 
 	tools map[string]*Tool
 	// sensitive is what each run of the agent records of its tools'
@@ -149,6 +154,9 @@ func (a *Agent) prepare() error {
 	}
 	if a.MaxOutputTokens == 0 {
 		a.MaxOutputTokens = 1024
+	}
+	if err := a.OnSpendCap.check(); err != nil {
+		return fmt.Errorf("agent %q: %w", a.Name, err)
 	}
 	if a.Interactive != nil {
 		if err := a.Interactive.check(); err != nil {

@@ -166,8 +166,10 @@ type Runtime struct {
 	breakers breakers
 	// fleet, if the store keeps breakers, replaces breakers: one breaker
 	// per tool for every worker of the store.
-	fleet     *fleetBreakers
-	switches  killSwitches
+	fleet    *fleetBreakers
+	switches killSwitches
+	// spendCaps are the tenants' spend caps as last read from the store.
+	spendCaps spendCaps
 	retention retention // the claim loop's alone
 
 	wake chan struct{}

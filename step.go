@@ -278,6 +278,9 @@ func (x *execution) think(ctx context.Context) error {
 	if over := x.checkBudget(ctx, budget, x.agent.Model, req); over != nil {
 		return x.escalate(ctx, store.StatusPaused, over.Reason, over.String(), nil, over)
 	}
+	if err := x.checkSpendCap(ctx, x.agent.Model, req); err != nil {
+		return err
+	}
 	if err := x.admit(ctx, x.agent.Model, req); err != nil {
 		return err
 	}
@@ -308,6 +311,7 @@ func (x *execution) think(ctx context.Context) error {
 	// An empty answer is billed too.
 	price, _ := x.agent.Prices.Lookup(used.Name())
 	cost := price.Cost(resp.Usage)
+	x.recordSpend(ctx, cost)
 	x.run.InputTokens += resp.Usage.InputTokens
 	x.run.OutputTokens += resp.Usage.OutputTokens
 	x.run.ModelCalls++

@@ -221,7 +221,8 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 		status, reason := d.Status, d.Reason
 		m.runsStopped.WithLabelValues(run.Agent, string(status), reason, m.tenants.label(run.Tenant)).Inc()
 		if status == store.StatusEscalated || (status == store.StatusPaused && reason != "rate_limited" &&
-			reason != "overloaded" && reason != "server" && reason != "network") {
+			reason != "overloaded" && reason != "server" && reason != "network" &&
+			reason != "provider_limit" && reason != store.StopTenantSpendCap) {
 			m.escalations.WithLabelValues(run.Agent, reason).Inc()
 		}
 	}
