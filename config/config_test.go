@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
 )
@@ -22,6 +23,8 @@ const good = `agents:
     policy: policy.yaml
     budget: {max_turns: 30, max_usd: 0.50, deadline: 10m}
     limits: [{name: anthropic-prod, requests_per_minute: 4000, tokens_per_minute: 400000}]
+    interactive: {max_wait: 15s, message: "A colleague will answer here."}
+    on_spend_cap: escalate
 `
 
 const policyFile = `name: p
@@ -67,6 +70,10 @@ func TestBuildAgentsFromAFile(t *testing.T) {
 	if len(a.Limits) != 1 || a.Limits[0].Name != "anthropic-prod" || a.Limits[0].RequestsPerMinute != 4000 || a.Limits[0].TokensPerMinute != 400000 {
 		t.Errorf("limits %+v", a.Limits)
 	}
+	if a.Interactive == nil || a.Interactive.MaxWait != 15*time.Second || a.Interactive.Message != "A colleague will answer here." ||
+		a.OnSpendCap != belay.SpendCapEscalate {
+		t.Errorf("interactive %+v, on spend cap %q", a.Interactive, a.OnSpendCap)
+	}
 }
 
 // A file's schedules become the requests belay serve adds, by the file.
@@ -92,6 +99,7 @@ func TestMistakesNameTheFileLineAndField(t *testing.T) {
 		"mcp both":      {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        command: [y]\n", `belay.yaml:5: agents[0].mcp_servers[0]: set either command`},
 		"bad effect":    {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        tools:\n          t: {effect: dangerous}\n", `agents[0].mcp_servers[0].tools.t.effect: "dangerous" is not one of read, write, irreversible`},
 		"no agents":     {"agents: []\n", `belay.yaml:`},
+		"bad spend cap": {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    on_spend_cap: retry\n", `belay.yaml:4: agents[0].on_spend_cap: "retry" is not one of wait, escalate`},
 		"empty limit":   {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    limits: [{name: acct}]\n", `agents[0].limits[0]: needs a name and requests_per_minute or tokens_per_minute above 0`},
 		"schedule of no agent": {"agents:\n  - name: a\n    model: {provider: openai, name: x}\nschedules:\n  - name: n\n    agent: b\n    cron: '@daily'\n    input: go\n",
 			`belay.yaml:6: schedules[0].agent: "b" is not an agent of this file`},
