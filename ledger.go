@@ -184,6 +184,12 @@ func (x *execution) apply(ctx context.Context, call *sideEffect) (model.Block, e
 	tool := call.tool
 	start := x.r.cfg.now()
 	for n := 1; ; n++ {
+		if x.r.fleet != nil {
+			// The breakers are read from the store now, if they must be,
+			// not between the attempt's record and its call: that read
+			// would take from the call's time.
+			_, _ = x.r.fleet.get(ctx, tool.Name, x.r.cfg.now())
+		}
 		if !call.recorded {
 			if err := x.startAttempt(ctx, call); err != nil {
 				return model.Block{}, err
