@@ -112,6 +112,16 @@ type Agent struct {
 	// wins. Default: none.
 	MaxRunning      int
 	StartsPerMinute float64
+	// Interactive, if set, marks the agent's runs as watched by a person
+	// as they happen (a chat): when its model is unavailable, a run
+	// escalates after Interactive.MaxWait with a message for the customer
+	// instead of backing off for minutes. Default nil: a background agent.
+	Interactive *Interactive
+	// OnSpendCap is what a run does when its next model call would take
+	// its tenant past the tenant's spend cap (Runtime.SetSpendCap):
+	// SpendCapWait (the default) pauses it until the cap's window rolls
+	// over or the cap is raised; SpendCapEscalate hands it to a person.
+	OnSpendCap SpendCapAction
 
 	tools map[string]*Tool
 	// toolPrint is the fingerprint of the tools (see ContinuesSameTools).
@@ -177,6 +187,15 @@ func (a *Agent) prepare() error {
 	}
 	if a.MaxOutputTokens == 0 {
 		a.MaxOutputTokens = 1024
+	}
+	if err := a.OnSpendCap.check(); err != nil {
+		return fmt.Errorf("agent %q: %w", a.Name, err)
+	}
+	if a.Interactive != nil {
+		if err := a.Interactive.check(); err != nil {
+			return fmt.Errorf("agent %q: %w", a.Name, err)
+		}
+		a.Interactive.applyDefaults()
 	}
 	a.tools = make(map[string]*Tool, len(a.Tools))
 	a.sensitive = nil

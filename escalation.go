@@ -1,6 +1,7 @@
 package belay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -82,7 +83,7 @@ func (x *execution) packet(ctx context.Context, status store.Status, reason, det
 		RunID: x.run.ID, Tenant: x.run.Tenant, User: x.run.User, Agent: x.run.Agent,
 		Status: status, Reason: reason, Detail: detail, Asked: x.run.Input, Missing: missing,
 		Trace:           fmt.Sprintf("belay trace %s (GET /v1/runs/%s/trace)", x.run.ID, x.run.ID),
-		CustomerMessage: x.agent.CustomerMessage,
+		CustomerMessage: cmp.Or(x.customerMessage, x.agent.CustomerMessage),
 		At:              x.r.cfg.now(),
 		Tried:           []TriedCall{},
 		SideEffects:     []SideEffect{},

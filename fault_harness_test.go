@@ -182,7 +182,8 @@ type faultConfig struct {
 	WaitBefore [2]time.Duration `json:"wait_before"`
 	WaitAfter  [2]time.Duration `json:"wait_after"`
 	Timeout    time.Duration    `json:"timeout"`
-	// Agent is "conversation" for conversationAgent, else faultAgent.
+	// Agent is "conversation" for conversationAgent, "courier" for
+	// courierAgent, else faultAgent.
 	Agent string `json:"agent,omitempty"`
 	// Limits are the agent's provider limits.
 	Limits []belay.ProviderLimit `json:"limits"`
@@ -362,8 +363,11 @@ func TestFaultWorker(t *testing.T) {
 	defer st.Close()
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	agent := faultAgent(cfg, os.Stdout)
-	if cfg.Agent == "conversation" {
+	switch cfg.Agent {
+	case "conversation":
 		agent = conversationAgent(cfg, os.Stdout)
+	case "courier":
+		agent = courierAgent(cfg)
 	}
 	rt, err := belay.New(belay.Config{Store: st, Agents: []*belay.Agent{agent},
 		LeaseTTL: cfg.TTL, PollInterval: 20 * time.Millisecond, Workers: max(cfg.Workers, 1), Logger: logger})

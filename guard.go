@@ -69,6 +69,9 @@ type guardState struct {
 	// reason waiting may cure (load, a lost connection): the run waits
 	// longer after each, and a person is asked after maxModelFailures.
 	ModelFailures int `json:"model_failures,omitempty"`
+	// ModelFailingSince is when the first of those failures happened: an
+	// interactive agent's run escalates once it is Interactive.MaxWait ago.
+	ModelFailingSince time.Time `json:"model_failing_since,omitzero"`
 	// Sleeps holds, by tool_use id, when a call that asked to come back
 	// later (ResumeAfter) is due.
 	Sleeps map[string]time.Time `json:"sleeps,omitempty"`

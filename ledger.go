@@ -184,13 +184,19 @@ func (x *execution) apply(ctx context.Context, call *sideEffect) (model.Block, e
 	tool := call.tool
 	start := x.r.cfg.now()
 	for n := 1; ; n++ {
+		if x.r.fleet != nil {
+			// The breakers are read from the store now, if they must be,
+			// not between the attempt's record and its call: that read
+			// would take from the call's time.
+			_, _ = x.r.fleet.get(ctx, tool.Name, x.r.cfg.now())
+		}
 		if !call.recorded {
 			if err := x.startAttempt(ctx, call); err != nil {
 				return model.Block{}, err
 			}
 		}
 		call.recorded = false
-		out, err := x.throughBreaker(tool, func() (json.RawMessage, error) {
+		out, err := x.throughBreaker(ctx, tool, func() (json.RawMessage, error) {
 			return x.invoke(ctx, tool, call.use, call.key, call.attempts, call.notAfter)
 		})
 		if err == nil {

@@ -66,8 +66,9 @@ func (p RetryPolicy) wait(attempt int, retryAfter time.Duration, rnd func(int64)
 	return max(retryAfter, 0) + p.backoff(attempt, rnd)
 }
 
-// BreakerPolicy configures a tool's circuit breaker, shared by every run of
-// a runtime: after Failures transient failures within Window the breaker
+// BreakerPolicy configures a tool's circuit breaker, shared by every worker
+// of the store (with Belay's SQLite and PostgreSQL stores; with a store
+// that keeps no breakers, by every run of the runtime): after Failures transient failures within Window the breaker
 // opens and calls fail fast for OpenFor; then one probe call decides whether
 // it closes again.
 type BreakerPolicy struct {
@@ -181,9 +182,13 @@ func isTimeout(err error) bool {
 }
 
 // throughBreaker makes one call behind the tool's circuit breaker, which is
-// shared by every run of the runtime, and traces its changes of state. A
-// call refused by an open breaker was never sent.
-func (x *execution) throughBreaker(tool *Tool, call func() (json.RawMessage, error)) (json.RawMessage, error) {
+// shared by every worker of the store when the store keeps breakers
+// (store.BreakerKeeper), else by every run of the runtime, and traces its
+// changes of state. A call refused by an open breaker was never sent.
+func (x *execution) throughBreaker(ctx context.Context, tool *Tool, call func() (json.RawMessage, error)) (json.RawMessage, error) {
+	if x.r.fleet != nil {
+		return x.throughFleetBreaker(ctx, tool, call)
+	}
 	cb := x.r.breakers.get(tool)
 	before := cb.State()
 	out, err := cb.Execute(call)
@@ -191,7 +196,7 @@ func (x *execution) throughBreaker(tool *Tool, call func() (json.RawMessage, err
 		x.emit(store.EventBreaker, store.BreakerData{Tool: tool.Name, From: before.String(), To: after.String()})
 	}
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		return nil, fmt.Errorf("%w for %s: it failed repeatedly and is temporarily unavailable; do not retry it, tell the customer or escalate", ErrBreakerOpen, tool.Name)
+		return nil, breakerOpenError(tool)
 	}
 	return out, err
 }
@@ -203,7 +208,7 @@ func (x *execution) throughBreaker(tool *Tool, call func() (json.RawMessage, err
 func (x *execution) invokeWithRetry(ctx context.Context, tool *Tool, use model.Block) (json.RawMessage, error) {
 	start := x.r.cfg.now()
 	for n := 1; ; n++ {
-		out, err := x.throughBreaker(tool, func() (json.RawMessage, error) {
+		out, err := x.throughBreaker(ctx, tool, func() (json.RawMessage, error) {
 			return x.invoke(ctx, tool, use, "", n, x.r.cfg.now().Add(tool.Timeout))
 		})
 		if err == nil || errors.Is(err, ErrBreakerOpen) || ctx.Err() != nil {

@@ -173,8 +173,13 @@ type Runtime struct {
 	agentNames []string
 	owner      owner.Owner
 	// breakers are per tool name and shared by every run of the runtime.
-	breakers  breakers
-	switches  killSwitches
+	breakers breakers
+	// fleet, if the store keeps breakers, replaces breakers: one breaker
+	// per tool for every worker of the store.
+	fleet    *fleetBreakers
+	switches killSwitches
+	// spendCaps are the tenants' spend caps as last read from the store.
+	spendCaps spendCaps
 	retention retention // the claim loop's alone
 
 	wake chan struct{}
@@ -217,6 +222,9 @@ func New(cfg Config) (*Runtime, error) {
 		r.agentNames = append(r.agentNames, a.Name)
 	}
 	r.waiter, _ = cfg.Store.(store.Waiter)
+	if k, ok := cfg.Store.(store.BreakerKeeper); ok {
+		r.fleet = &fleetBreakers{keeper: k}
+	}
 	for _, a := range cfg.Agents {
 		if a.waits() && r.waiter == nil {
 			return nil, fmt.Errorf("config: agent %q waits (Conversation, Events, People or a Deferred tool), and %T keeps no waits; use the SQLite or PostgreSQL store", a.Name, cfg.Store)

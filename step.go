@@ -50,6 +50,9 @@ type execution struct {
 	// is unknown: they are in no message yet.
 	turnResults []model.Block
 	unknownCall string
+	// customerMessage, if set, is what an escalation tells the customer
+	// instead of the agent's CustomerMessage.
+	customerMessage string
 
 	// stepUnsaved reports a dispatched step whose tool results the next
 	// write makes durable; the step ends there, and its timing is observed.
@@ -285,6 +288,9 @@ func (x *execution) think(ctx context.Context) error {
 	if over := x.checkBudget(ctx, budget, x.agent.Model, req); over != nil {
 		return x.escalate(ctx, store.StatusPaused, over.Reason, over.String(), nil, over)
 	}
+	if err := x.checkSpendCap(ctx, x.agent.Model, req); err != nil {
+		return err
+	}
 	if err := x.admit(ctx, x.agent.Model, req); err != nil {
 		return err
 	}
@@ -311,10 +317,11 @@ func (x *execution) think(ctx context.Context) error {
 		}
 		return x.modelFailed(ctx, err)
 	}
-	x.guard.ModelFailures = 0
+	x.guard.ModelFailures, x.guard.ModelFailingSince = 0, time.Time{}
 	// An empty answer is billed too.
 	price, _ := x.agent.Prices.Lookup(used.Name())
 	cost := price.Cost(resp.Usage)
+	x.recordSpend(ctx, cost)
 	x.run.InputTokens += resp.Usage.InputTokens
 	x.run.OutputTokens += resp.Usage.OutputTokens
 	x.run.ModelCalls++
@@ -397,6 +404,12 @@ func (x *execution) modelFailed(ctx context.Context, err error) error {
 	wait := me.RetryAfter + time.Duration(x.r.cfg.rand(int64(window)+1))
 	if me.Class == model.ClassRateLimited {
 		x.drainLimits(ctx, max(me.RetryAfter, modelRetryBase))
+	}
+	if x.agent.Interactive != nil {
+		var escalate bool
+		if wait, escalate = x.interactiveWait(me, wait); escalate {
+			return x.escalateInteractive(ctx, err)
+		}
 	}
 	x.run.ResumeAfter = x.r.cfg.now().Add(wait)
 	detail := err.Error()

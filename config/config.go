@@ -140,12 +140,25 @@ type Agent struct {
 	// during their calls (belay.Elicitations). Default: a person of the
 	// approver role.
 	Elicitations *Elicitations `yaml:"elicitations"`
+	// Interactive marks an agent a person watches as it runs (a chat):
+	// when its model is unavailable, a run escalates after max_wait
+	// (default 20s) with message for the customer (belay.Interactive).
+	Interactive *Interactive `yaml:"interactive"`
+	// OnSpendCap is what a run does when its tenant's spend cap is
+	// reached: "wait" (the default) or "escalate" (belay.SpendCapAction).
+	OnSpendCap string `yaml:"on_spend_cap"`
 }
 
 // Elicitations is belay.Elicitations in a file.
 type Elicitations struct {
 	User bool   `yaml:"user"`
 	Role string `yaml:"role"`
+}
+
+// Interactive is belay.Interactive in a file.
+type Interactive struct {
+	MaxWait Duration `yaml:"max_wait"`
+	Message string   `yaml:"message"`
 }
 
 // Limit is belay.ProviderLimit in a file: a provider account's requests
@@ -341,6 +354,12 @@ func (f *File) check(data []byte) error {
 				fail(fmt.Sprintf("%s.limits[%d]", at, j), "needs a name and requests_per_minute or tokens_per_minute above 0")
 			}
 		}
+		if a.Interactive != nil {
+			a.Interactive.MaxWait.check(func(format string, x ...any) { fail(at+".interactive.max_wait", format, x...) })
+		}
+		if a.OnSpendCap != "" && a.OnSpendCap != "wait" && a.OnSpendCap != "escalate" {
+			fail(at+".on_spend_cap", "%q is not one of wait, escalate", a.OnSpendCap)
+		}
 		if a.Budget.MaxUSD > 0 {
 			if _, ok := a.Prices[a.Model.Name]; !ok {
 				fail(at+".budget", "max_usd needs a price for %q under prices; without one its calls would count as free", a.Model.Name)
@@ -464,6 +483,12 @@ func (f *File) BuildWith(ctx context.Context, p BuildParams) (agents []*belay.Ag
 		for _, l := range a.Limits {
 			agent.Limits = append(agent.Limits, belay.ProviderLimit{Name: l.Name, RequestsPerMinute: l.RequestsPerMinute,
 				TokensPerMinute: l.TokensPerMinute})
+		}
+		if i := a.Interactive; i != nil {
+			agent.Interactive = &belay.Interactive{MaxWait: i.MaxWait.D, Message: i.Message}
+		}
+		if a.OnSpendCap == "escalate" {
+			agent.OnSpendCap = belay.SpendCapEscalate
 		}
 		byName := map[string]*mcp.Client{}
 		for _, s := range a.MCPServers {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/belayrun/belay"
 	"github.com/belayrun/belay/model"
 	"github.com/belayrun/belay/model/scripted"
 )
@@ -25,6 +26,8 @@ const good = `agents:
     max_running: 40
     starts_per_minute: 600
     elicitations: {user: true}
+    interactive: {max_wait: 15s, message: "A colleague will answer here."}
+    on_spend_cap: escalate
 `
 
 const policyFile = `name: p
@@ -76,6 +79,10 @@ func TestBuildAgentsFromAFile(t *testing.T) {
 	if a.MaxRunning != 40 || a.StartsPerMinute != 600 {
 		t.Errorf("max running %d, starts per minute %g; want 40, 600", a.MaxRunning, a.StartsPerMinute)
 	}
+	if a.Interactive == nil || a.Interactive.MaxWait != 15*time.Second || a.Interactive.Message != "A colleague will answer here." ||
+		a.OnSpendCap != belay.SpendCapEscalate {
+		t.Errorf("interactive %+v, on spend cap %q", a.Interactive, a.OnSpendCap)
+	}
 }
 
 // A file's schedules become the requests belay serve adds, by the file.
@@ -102,6 +109,7 @@ func TestMistakesNameTheFileLineAndField(t *testing.T) {
 		"bad effect":    {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    mcp_servers:\n      - name: s\n        url: http://x\n        tools:\n          t: {effect: dangerous}\n", `agents[0].mcp_servers[0].tools.t.effect: "dangerous" is not one of read, write, irreversible`},
 		"no agents":     {"agents: []\n", `belay.yaml:`},
 		"negative cap":  {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    max_running: -1\n", `agents[0]: max_running and starts_per_minute must be 0 (none) or more`},
+		"bad spend cap": {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    on_spend_cap: retry\n", `belay.yaml:4: agents[0].on_spend_cap: "retry" is not one of wait, escalate`},
 		"empty limit":   {"agents:\n  - name: a\n    model: {provider: openai, name: x}\n    limits: [{name: acct}]\n", `agents[0].limits[0]: needs a name and requests_per_minute or tokens_per_minute above 0`},
 		"schedule of no agent": {"agents:\n  - name: a\n    model: {provider: openai, name: x}\nschedules:\n  - name: n\n    agent: b\n    cron: '@daily'\n    input: go\n",
 			`belay.yaml:6: schedules[0].agent: "b" is not an agent of this file`},

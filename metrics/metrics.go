@@ -9,6 +9,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,24 +42,73 @@ type Metrics struct {
 	waitSeconds      *prometheus.HistogramVec
 	scheduleFirings  *prometheus.CounterVec
 	scheduleSkipped  *prometheus.CounterVec
+
+	tenants tenantLabels
+}
+
+// DefaultMaxTenants is how many tenants keep their own name in the tenant
+// label unless Options says otherwise.
+const DefaultMaxTenants = 100
+
+// OtherTenants is the tenant label of every tenant seen after the first
+// MaxTenants.
+const OtherTenants = "other"
+
+// Options configures the series.
+type Options struct {
+	// MaxTenants bounds the tenant label of the run, step and cost series:
+	// the first MaxTenants tenants this process sees keep their name, and
+	// the rest share the label OtherTenants, so that a store with
+	// thousands of tenants does not make thousands of series per agent.
+	// Default DefaultMaxTenants; below 0, every tenant is OtherTenants.
+	MaxTenants int
+}
+
+// tenantLabels hands out tenant labels: a tenant's name while fewer than
+// max have one, OtherTenants after. A tenant keeps the label it got first,
+// so its series do not move while the process lives.
+type tenantLabels struct {
+	mu    sync.Mutex
+	max   int
+	named map[string]struct{}
+}
+
+func (l *tenantLabels) label(tenant string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.named[tenant]; ok {
+		return tenant
+	}
+	if len(l.named) >= l.max {
+		return OtherTenants
+	}
+	l.named[tenant] = struct{}{}
+	return tenant
 }
 
 var _ belay.Observer = (*Metrics)(nil)
 
 // New registers Belay's series with reg and returns the observer that
-// updates them.
-func New(reg prometheus.Registerer) *Metrics {
+// updates them, with the default Options.
+func New(reg prometheus.Registerer) *Metrics { return NewWithOptions(reg, Options{}) }
+
+// NewWithOptions is New with options.
+func NewWithOptions(reg prometheus.Registerer, o Options) *Metrics {
+	if o.MaxTenants == 0 {
+		o.MaxTenants = DefaultMaxTenants
+	}
 	f := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "belay", Name: name, Help: help}, labels)
 		reg.MustRegister(c)
 		return c
 	}
 	m := &Metrics{
-		runsStopped:    f("runs_stopped_total", "Runs that stopped, by status (done, paused, escalated, failed, waiting_approval, canceled) and reason.", "agent", "status", "reason"),
-		steps:          f("steps_total", "Durable steps (checkpoints after tool results).", "agent"),
-		modelCalls:     f("model_calls_total", "Model calls made durable.", "agent", "model"),
-		tokens:         f("model_tokens_total", "Model tokens, by direction (input, output).", "agent", "model", "direction"),
-		costUSD:        f("model_cost_usd_total", "Model cost in dollars, from the price table.", "agent", "model"),
+		runsStopped: f("runs_stopped_total", "Runs that stopped, by status (done, paused, escalated, failed, waiting_approval, canceled) and reason.",
+			"agent", "status", "reason", "tenant"),
+		steps:          f("steps_total", "Durable steps (checkpoints after tool results).", "agent", "tenant"),
+		modelCalls:     f("model_calls_total", "Model calls made durable.", "agent", "model", "tenant"),
+		tokens:         f("model_tokens_total", "Model tokens, by direction (input, output).", "agent", "model", "direction", "tenant"),
+		costUSD:        f("model_cost_usd_total", "Model cost in dollars, from the price table.", "agent", "model", "tenant"),
 		toolCalls:      f("tool_calls_total", "Tool results, by outcome (ok, error).", "agent", "tool", "outcome"),
 		retries:        f("tool_retries_total", "Tool attempts retried after a transient failure.", "agent", "tool"),
 		breakerChanges: f("breaker_transitions_total", "Circuit breaker state changes.", "tool", "to"),
@@ -87,6 +137,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m.waitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "belay", Name: "wait_answer_seconds",
 		Help: "Time from a wait's start to its answer.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, []string{"kind"})
 	reg.MustRegister(m.breakerOpen, m.decisionSeconds, m.checkpoint, m.waitSeconds)
+	m.tenants = tenantLabels{max: max(o.MaxTenants, 0), named: map[string]struct{}{}}
 	return m
 }
 
@@ -106,12 +157,13 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 		if answered == "" {
 			answered = run.Model
 		}
-		m.modelCalls.WithLabelValues(run.Agent, answered).Inc()
-		m.tokens.WithLabelValues(run.Agent, answered, "input").Add(float64(d.InputTokens))
-		m.tokens.WithLabelValues(run.Agent, answered, "output").Add(float64(d.OutputTokens))
-		m.costUSD.WithLabelValues(run.Agent, answered).Add(d.CostUSD)
+		tenant := m.tenants.label(run.Tenant)
+		m.modelCalls.WithLabelValues(run.Agent, answered, tenant).Inc()
+		m.tokens.WithLabelValues(run.Agent, answered, "input", tenant).Add(float64(d.InputTokens))
+		m.tokens.WithLabelValues(run.Agent, answered, "output", tenant).Add(float64(d.OutputTokens))
+		m.costUSD.WithLabelValues(run.Agent, answered, tenant).Add(d.CostUSD)
 	case store.EventCheckpoint:
-		m.steps.WithLabelValues(run.Agent).Inc()
+		m.steps.WithLabelValues(run.Agent, m.tenants.label(run.Tenant)).Inc()
 	case store.EventToolResult:
 		d, _ := store.DecodeEvent[store.ToolResultData](ev)
 		outcome := "ok"
@@ -175,13 +227,14 @@ func (m *Metrics) Event(run belay.ObservedRun, ev store.Event) {
 		m.loops.WithLabelValues(run.Agent, d.Action).Inc()
 	case store.EventCanceled:
 		// A person ended the run; a worker that held it writes no stop.
-		m.runsStopped.WithLabelValues(run.Agent, string(store.StatusCanceled), "canceled").Inc()
+		m.runsStopped.WithLabelValues(run.Agent, string(store.StatusCanceled), "canceled", m.tenants.label(run.Tenant)).Inc()
 	case store.EventStop:
 		d, _ := store.DecodeEvent[store.StopData](ev)
 		status, reason := d.Status, d.Reason
-		m.runsStopped.WithLabelValues(run.Agent, string(status), reason).Inc()
+		m.runsStopped.WithLabelValues(run.Agent, string(status), reason, m.tenants.label(run.Tenant)).Inc()
 		if status == store.StatusEscalated || (status == store.StatusPaused && reason != "rate_limited" &&
-			reason != "overloaded" && reason != "server" && reason != "network") {
+			reason != "overloaded" && reason != "server" && reason != "network" &&
+			reason != "provider_limit" && reason != store.StopTenantSpendCap) {
 			m.escalations.WithLabelValues(run.Agent, reason).Inc()
 		}
 	}

@@ -98,19 +98,19 @@ func TestMetricsAfterARun(t *testing.T) {
 	}
 	got, _ := st.GetRun(ctx, "", run.ID)
 	for series, want := range map[string]float64{
-		`belay_model_calls_total{agent="support",model="scripted"}`:                        3,
-		`belay_model_tokens_total{agent="support",direction="input",model="scripted"}`:     float64(got.InputTokens),
-		`belay_steps_total{agent="support"}`:                                               2,
-		`belay_tool_calls_total{agent="support",outcome="ok",tool="lookup"}`:               2,
-		`belay_tool_calls_total{agent="support",outcome="error",tool="refund"}`:            1,
-		`belay_approvals_requested_total{agent="support",category="refund"}`:               1,
-		`belay_approvals_decided_total{category="refund",status="rejected"}`:               1,
-		`belay_escalations_total{agent="support",reason="unverified"}`:                     1,
-		`belay_runs_stopped_total{agent="support",reason="unverified",status="escalated"}`: 1,
-		`belay_runs{status="escalated"}`:                                                   1,
-		`belay_runs{status="running"}`:                                                     0,
-		`belay_approvals_pending`:                                                          0,
-		`belay_store_up`:                                                                   1,
+		`belay_model_calls_total{agent="support",model="scripted",tenant="default"}`:                        3,
+		`belay_model_tokens_total{agent="support",direction="input",model="scripted",tenant="default"}`:     float64(got.InputTokens),
+		`belay_steps_total{agent="support",tenant="default"}`:                                               2,
+		`belay_tool_calls_total{agent="support",outcome="ok",tool="lookup"}`:                                2,
+		`belay_tool_calls_total{agent="support",outcome="error",tool="refund"}`:                             1,
+		`belay_approvals_requested_total{agent="support",category="refund"}`:                                1,
+		`belay_approvals_decided_total{category="refund",status="rejected"}`:                                1,
+		`belay_escalations_total{agent="support",reason="unverified"}`:                                      1,
+		`belay_runs_stopped_total{agent="support",reason="unverified",status="escalated",tenant="default"}`: 1,
+		`belay_runs{status="escalated"}`:                                                                    1,
+		`belay_runs{status="running"}`:                                                                      0,
+		`belay_approvals_pending`:                                                                           0,
+		`belay_store_up`:                                                                                    1,
 	} {
 		if v := value(series); v != want {
 			t.Errorf("%s = %v, want %v", series, v, want)
@@ -121,7 +121,7 @@ func TestMetricsAfterARun(t *testing.T) {
 	if agents := labelValues(t, reg, "belay_lease_takeovers_total", "agent"); len(agents) != 0 {
 		t.Errorf("lease takeovers counted for %v after a run resumed from an approval", agents)
 	}
-	cost := value(`belay_model_cost_usd_total{agent="support",model="scripted"}`)
+	cost := value(`belay_model_cost_usd_total{agent="support",model="scripted",tenant="default"}`)
 	if want := float64(got.CostNanoUSD) / 1e9; cost < want*0.999 || cost > want*1.001 {
 		t.Errorf("cost %v, want %v", cost, want)
 	}
@@ -223,4 +223,54 @@ func TestTakeoversCountOnlyLeasesTakenOver(t *testing.T) {
 	if agents := labelValues(t, reg, "belay_lease_takeovers_total", "agent"); !slices.Equal(agents, []string{"support"}) {
 		t.Errorf("a lease taken over was not counted (%v)", agents)
 	}
+}
+
+// The tenant label keeps the names of the first MaxTenants tenants seen;
+// every tenant after them is "other", so the series stay bounded however
+// many tenants a store has, and a tenant named first keeps its series.
+func TestTenantLabelIsBounded(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.NewWithOptions(reg, metrics.Options{MaxTenants: 2})
+	call := store.Event{Type: "model_call", Data: json.RawMessage(`{"model":"m","input_tokens":10,"output_tokens":2,"cost_usd":0.5}`)}
+	for _, tenant := range []string{"acme", "globex", "initech", "acme", "umbrella", "globex"} {
+		m.Event(belay.ObservedRun{ID: "r-" + tenant, Tenant: tenant, Agent: "support", Model: "m"}, call)
+		m.Event(belay.ObservedRun{ID: "r-" + tenant, Tenant: tenant, Agent: "support"}, store.Event{Type: "checkpoint"})
+		m.Event(belay.ObservedRun{ID: "r-" + tenant, Tenant: tenant, Agent: "support"},
+			store.Event{Type: "stop", Data: json.RawMessage(`{"status":"done","reason":"verified"}`)})
+	}
+	for _, name := range []string{"belay_model_calls_total", "belay_model_tokens_total", "belay_model_cost_usd_total",
+		"belay_steps_total", "belay_runs_stopped_total"} {
+		if tenants := slices.Compact(labelValues(t, reg, name, "tenant")); !slices.Equal(tenants, []string{"acme", "globex", "other"}) {
+			t.Errorf("%s by tenant %v, want [acme globex other]", name, tenants)
+		}
+	}
+	if n := counterValue(t, reg, "belay_model_calls_total", "tenant", "other"); n != 2 {
+		t.Errorf("model calls of other tenants %v, want 2 (initech and umbrella)", n)
+	}
+	if n := counterValue(t, reg, "belay_model_calls_total", "tenant", "acme"); n != 2 {
+		t.Errorf("model calls of acme %v, want 2", n)
+	}
+}
+
+// counterValue sums the counters of the family name whose label has value.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }

@@ -34,6 +34,10 @@ type StoreCollector struct {
 	// deployer is nil for a store that does not count runs per version.
 	deployer  store.Deployer
 	byVersion *prometheus.Desc
+
+	// breakers is nil for a store that keeps no breakers for the fleet.
+	breakers     store.BreakerKeeper
+	breakerState *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*StoreCollector)(nil)
@@ -69,6 +73,12 @@ func NewStoreCollector(s store.Store) *StoreCollector {
 			"Runs not ended, by agent and agent version: runs a deploy left on an older version show here until they end or move.",
 			[]string{"agent", "version"}, nil)
 	}
+	if k, ok := s.(store.BreakerKeeper); ok {
+		c.breakers = k
+		c.breakerState = prometheus.NewDesc("belay_breaker_state",
+			"1 for the state (closed, open, half_open) a tool's circuit breaker is in for every worker of the store, 0 for the others; tools whose breaker never opened are not listed.",
+			[]string{"tool", "state"}, nil)
+	}
 	return c
 }
 
@@ -88,6 +98,9 @@ func (c *StoreCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if c.deployer != nil {
 		ch <- c.byVersion
+	}
+	if c.breakers != nil {
+		ch <- c.breakerState
 	}
 }
 
@@ -121,6 +134,19 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(counts.Runs[s]), string(s))
 	}
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(counts.PendingApprovals))
+	if c.breakers != nil {
+		if all, err := c.breakers.Breakers(ctx); err == nil {
+			for _, b := range all {
+				for _, s := range []store.BreakerState{store.BreakerClosed, store.BreakerOpen, store.BreakerHalfOpen} {
+					v := 0.0
+					if b.State == s {
+						v = 1
+					}
+					ch <- prometheus.MustNewConstMetric(c.breakerState, prometheus.GaugeValue, v, b.Name, string(s))
+				}
+			}
+		}
+	}
 	if c.deployer != nil {
 		versions, err := c.deployer.RunsByVersion(ctx)
 		if err != nil {

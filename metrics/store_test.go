@@ -2,8 +2,10 @@ package metrics_test
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -66,4 +68,48 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no series %s in the scrape", name)
 	return 0
+}
+
+// belay_breaker_state says which state each tool's breaker is in for the
+// whole fleet, as the store keeps it: open once failures recorded by any
+// worker opened it.
+func TestBreakerStateGauge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "belay.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewStoreCollector(st))
+	now := time.Now()
+	for _, tool := range []string{"courier", "courier", "bank"} {
+		if _, err := st.BreakerFailure(ctx, store.BreakerFailureParams{Name: tool, Now: now, Failures: 2,
+			Window: time.Minute, OpenFor: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "belay_breaker_state" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			got[labels["tool"]+"/"+labels["state"]] = m.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{"courier/open": 1, "courier/closed": 0, "courier/half_open": 0,
+		"bank/closed": 1, "bank/open": 0, "bank/half_open": 0}
+	if !maps.Equal(got, want) {
+		t.Errorf("belay_breaker_state %v, want %v", got, want)
+	}
 }

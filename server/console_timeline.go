@@ -295,6 +295,8 @@ var reasons = map[string][2]string{
 	"unknown_outcome":   {"outcome unknown", "a side effect's call went out and whether it happened is not known"},
 	"call_in_flight":    {"call in flight", "an earlier worker's call may still be on its way"},
 	"kill_switch":       {"kill switch", "the kill switch is engaged"},
+	"tenant_spend_cap":  {"tenant spend cap", "its tenant's runs reached their spend cap for the day or month: it goes on when the window rolls over or the cap is raised"},
+	"provider_limit":    {"provider limit", "its provider account's requests or tokens per minute are used up: it goes on when they have room"},
 	"model_unavailable": {"model unavailable", "the model could not be reached"},
 	"model_error":       {"model error", "the model refused the request"},
 	"empty_response":    {"empty answer", "the model returned nothing"},

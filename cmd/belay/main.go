@@ -78,6 +78,7 @@ func commands() []command {
 		{name: "killswitch", summary: "stop or restart model calls for a tenant or everyone", run: runKillSwitch},
 		{name: "tenant-limit", summary: "cap a tenant's runs in a step at once and their start rate, across workers (or list the limits)", run: runTenantLimit},
 		{name: "agent-limit", summary: "cap an agent's runs in a step at once and their start rate, across workers (or list the limits)", run: runAgentLimit},
+		{name: "spend-cap", summary: "cap what a tenant's runs spend on models in a day or a month, across workers (or list the caps)", run: runSpendCap},
 		{name: "prune", summary: "delete runs that ended longer ago than --older-than, with all they own", run: runPrune},
 		{name: "backup", summary: "write a consistent copy of the SQLite database while workers go on", run: runBackup},
 		{name: "check", summary: "run SQLite's integrity check over the database file; exit status 1 if it is damaged", run: runCheck},

@@ -67,3 +67,37 @@ func TestAgentLimitSetsKeepsAndRemoves(t *testing.T) {
 		t.Errorf("a rate without an agent: %v, want a usage error naming --agent", err)
 	}
 }
+
+// spend-cap sets a tenant's daily or monthly spend cap, lists the caps,
+// removes one with 0, and refuses a daily and a monthly cap at once.
+func TestSpendCapSetsListsAndRemoves(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "belay.db")
+	belayRun := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), append(args, "--db", db), &out, &errb)
+		return out.String(), err
+	}
+	if _, err := belayRun("start", "--user", "ada", "--request-id", "T-1", "--input", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := belayRun("spend-cap", "--tenant", "acme", "--max-usd-per-day", "50"); err != nil || !strings.Contains(out, "$50 a day") {
+		t.Fatalf("set acme's daily spend cap: %v\n%s", err, out)
+	}
+	if out, err := belayRun("spend-cap", "--tenant", "globex", "--max-usd-per-month", "900.5"); err != nil || !strings.Contains(out, "$900.5 a month") {
+		t.Fatalf("set globex's monthly spend cap: %v\n%s", err, out)
+	}
+	want := `{"tenant":"acme","max_usd":50,"period":"day"}` + "\n" + `{"tenant":"globex","max_usd":900.5,"period":"month"}`
+	if out, err := belayRun("spend-cap", "--json"); err != nil || strings.TrimSpace(out) != want {
+		t.Errorf("list the caps: %v\n%s\nwant\n%s", err, out, want)
+	}
+	if out, err := belayRun("spend-cap", "--tenant", "acme", "--max-usd-per-day", "0"); err != nil || strings.Contains(out, "$50") || !strings.Contains(out, "globex") {
+		t.Errorf("remove acme's spend cap: %v\n%s", err, out)
+	}
+	if _, err := belayRun("spend-cap", "--tenant", "acme", "--max-usd-per-day", "1", "--max-usd-per-month", "30"); err == nil || !strings.Contains(err.Error(), "one spend cap") {
+		t.Errorf("a daily and a monthly cap at once: %v, want a usage error", err)
+	}
+	if _, err := belayRun("spend-cap", "--max-usd-per-day", "1"); err == nil || !strings.Contains(err.Error(), "--tenant") {
+		t.Errorf("a cap without a tenant: %v, want a usage error naming --tenant", err)
+	}
+}

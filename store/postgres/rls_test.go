@@ -15,7 +15,7 @@ import (
 
 // tenantTables are the tables row-level security confines.
 var tenantTables = []string{"runs", "journal", "effects", "outbox", "approvals", "waits", "signals", "kill_switches",
-	"api_keys", "sessions", "webhooks", "deliveries", "run_lineage", "schedules"}
+	"api_keys", "sessions", "webhooks", "deliveries", "run_lineage", "schedules", "spend_caps", "tenant_spend"}
 
 // rlsFixture gives tenants a and b a run each with a row in every tenant
 // table.
@@ -69,6 +69,13 @@ func rlsFixture(t *testing.T, s *Store) {
 		}
 		if err := s.CreateWebhook(ctx, store.Webhook{ID: "wh-" + tenant, Tenant: tenant, URL: "https://example.com/" + tenant,
 			Secret: "s", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetSpendCap(ctx, store.SetSpendCapParams{Cap: store.SpendCap{Tenant: tenant, Period: store.SpendDaily,
+			MaxNanoUSD: 1e9}, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddTenantSpend(ctx, store.AddTenantSpendParams{Tenant: tenant, Window: t0, NanoUSD: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -92,6 +92,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ScheduleFiringOnce", testScheduleFiringOnce},
 	}
 	cases = append(cases, flowCases...)
+	cases = append(cases, fleetCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -134,6 +134,7 @@ var layouts = map[string]func() []string{
 	"effect":          func() []string { return namesOf(effectColumns, new(effectRaw)) },
 	"lineage":         func() []string { return namesOf(lineageColumns, new(lineageRaw)) },
 	"schedule":        func() []string { return namesOf(scheduleColumns, new(scheduleRaw)) },
+	"breaker":         func() []string { return namesOf(breakerColumns, new(breakerRaw)) },
 	"customer_effect": func() []string { return namesOf(customerEffectColumns, new(customerEffectRaw)) },
 	"journal":         func() []string { return namesOf(journalColumns, new(struct{})) },
 	"outbox":          func() []string { return namesOf(outboxColumns, new(outboxRaw)) },

@@ -118,6 +118,7 @@ func TestLayouts(t *testing.T) {
 		"due_run":         destsOf(dueRunColumns, new(struct{})),
 		"schedule":        destsOf(scheduleColumns, new(scheduleRaw)),
 		"recent_effect":   destsOf(recentEffectColumns, new(recentEffectRaw)),
+		"breaker":         destsOf(breakerColumns, new(breakerRaw)),
 	}
 	if len(dests) != len(layouts) {
 		t.Fatalf("%d row types checked, %d laid out", len(dests), len(layouts))
@@ -343,6 +344,7 @@ func TestScanErrors(t *testing.T) {
 		"due_run":         func(r Scanner) error { _, err := ReadDueRun(r); return err },
 		"schedule":        func(r Scanner) error { _, err := Schedule(r); return err },
 		"recent_effect":   func(r Scanner) error { _, err := RecentEffect(r); return err },
+		"breaker":         func(r Scanner) error { _, err := Breaker(r); return err },
 	}
 	if len(scans) != len(layouts) {
 		t.Fatalf("%d scanners tested, %d row types", len(scans), len(layouts))

@@ -1,0 +1,1 @@
+DELETE FROM spend_caps WHERE tenant = @tenant;
