@@ -242,6 +242,7 @@ func TestEveryCommandPrintsJSONLines(t *testing.T) {
 		{args: []string{"killswitch", "off", "--tenant", "acme"}},
 		{args: []string{"tenant-limit", "--tenant", "acme", "--max-running", "5"}},
 		{args: []string{"agent-limit", "--agent", "support", "--max-running", "8", "--starts-per-minute", "120"}},
+		{args: []string{"spend-cap", "--tenant", "acme", "--max-usd-per-day", "50"}},
 		{args: []string{"start", "--tenant", "acme", "--user", "ada", "--request-id", "T-9", "--input", "I was charged twice"}},
 		{args: []string{"approve", d.pending[0], "--as", "human:maya"}},
 		{args: []string{"reject", d.pending[1], "--note", "disputed", "--as", "human:maya"}},
