@@ -12,12 +12,7 @@ import (
 // give.
 func TestTenantLimitSetsListsAndRemoves(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "belay.db")
-	belayRun := func(args ...string) (string, error) {
-		var out, errb bytes.Buffer
-		err := run(t.Context(), append(args, "--db", db), &out, &errb)
-		return out.String(), err
-	}
+	belayRun := belayOnNewDB(t)
 	if _, err := belayRun("start", "--user", "ada", "--request-id", "T-1", "--input", "hi"); err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +35,7 @@ func TestTenantLimitSetsListsAndRemoves(t *testing.T) {
 // without an agent is refused, saying what to give.
 func TestAgentLimitSetsKeepsAndRemoves(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "belay.db")
-	belayRun := func(args ...string) (string, error) {
-		var out, errb bytes.Buffer
-		err := run(t.Context(), append(args, "--db", db), &out, &errb)
-		return out.String(), err
-	}
+	belayRun := belayOnNewDB(t)
 	if _, err := belayRun("start", "--user", "ada", "--request-id", "T-1", "--input", "hi"); err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +62,7 @@ func TestAgentLimitSetsKeepsAndRemoves(t *testing.T) {
 // removes one with 0, and refuses a daily and a monthly cap at once.
 func TestSpendCapSetsListsAndRemoves(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "belay.db")
-	belayRun := func(args ...string) (string, error) {
-		var out, errb bytes.Buffer
-		err := run(t.Context(), append(args, "--db", db), &out, &errb)
-		return out.String(), err
-	}
+	belayRun := belayOnNewDB(t)
 	if _, err := belayRun("start", "--user", "ada", "--request-id", "T-1", "--input", "hi"); err != nil {
 		t.Fatal(err)
 	}
@@ -99,5 +84,16 @@ func TestSpendCapSetsListsAndRemoves(t *testing.T) {
 	}
 	if _, err := belayRun("spend-cap", "--max-usd-per-day", "1"); err == nil || !strings.Contains(err.Error(), "--tenant") {
 		t.Errorf("a cap without a tenant: %v, want a usage error naming --tenant", err)
+	}
+}
+
+// belayOnNewDB runs belay commands on a database of the test's own, and
+// returns what each printed.
+func belayOnNewDB(t *testing.T) func(args ...string) (string, error) {
+	db := filepath.Join(t.TempDir(), "belay.db")
+	return func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(t.Context(), append(args, "--db", db), &out, &errb)
+		return out.String(), err
 	}
 }
